@@ -1,0 +1,672 @@
+"""The tools the model may call, the workspace sandbox they run in, and argument checking and dispatch.
+
+A tool is one function: its name is the tool's name, its signature (after the `ws` workspace argument) is
+the schema, and its docstring is the description the model reads (`prompt.py` renders them). Tools return
+text; a tool that cannot do what was asked raises `ToolError` with a sentence the model can act on, and
+`run_tool` turns every exception into such a result, so a tool failure never ends the session.
+
+Trust rules, enforced here and nowhere else: every path stays inside the workspace; files holding secrets
+are never read; writes never touch `.git/`; edits keep the file's bytes (line endings, BOM, final newline,
+permissions) and are written atomically; every write and command is confirmed through `ws.confirm`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import inspect
+import os
+import re
+import signal
+import stat
+import subprocess
+import tempfile
+import typing
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
+
+READ_MAX_LINES = 400  # lines per read_file call: ~10k tokens at most, fits small local context windows
+READ_MAX_BYTES = 40_000  # bytes per read_file call, for files with very long lines
+LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
+EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
+LIST_MAX_ENTRIES = 400  # entries per list_files call
+SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
+OUTPUT_MAX_CHARS = 20_000  # run_command output kept (half from the start, half from the end)
+COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
+BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
+
+# Directories that hold tools' output, not the project: listing or searching them only burns tokens.
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
+             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".next", ".parcel-cache"}
+SECRET_NAMES = [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*"]
+NOT_SECRET_NAMES = {".env.example", ".env.sample", ".env.template"}
+
+
+class ToolError(Exception):
+    """A tool could not do what was asked; the message tells the model why and what to do instead."""
+
+
+# Answers the user's question before a write or a command: (kind, title, preview) -> None to go ahead,
+# or the reason for refusing ("" when the user gave none). kind is "edit" or "command".
+Confirm = Callable[[str, str, str], "str | None"]
+
+
+@dataclass
+class Workspace:
+    """The directory the agent may work in, and the session state the tools share."""
+
+    root: Path
+    confirm: Confirm | None = None  # None approves everything (--yes)
+    secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
+    journal: list[tuple[Path, bytes | None]] = field(default_factory=list)  # (file, bytes before) per write
+
+    def __post_init__(self):
+        self.root = Path(self.root).resolve()
+
+    def resolve(self, path: str, *, writing: bool = False) -> Path:
+        """The real path of `path` (relative to the root, or absolute inside it), or a ToolError."""
+        if not path.strip():
+            raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
+        full = (self.root / path).resolve()  # follows symlinks, so a link cannot lead outside unnoticed
+        if full != self.root and not full.is_relative_to(self.root):
+            raise ToolError(f"{path} is outside the workspace {self.root}; only paths inside it can be used.")
+        if is_secret(Path(path).name) or is_secret(full.name):
+            raise ToolError(f"{path} may hold secrets (API keys, private keys), so it is not read, searched "
+                            "or edited. Ask the user if you need something from it.")
+        if writing and ".git" in full.relative_to(self.root).parts:
+            raise ToolError(f"{path} is inside .git/; writing there could corrupt the repository. "
+                            "Use git commands through run_command instead.")
+        return full
+
+    def relative(self, full: Path) -> str:
+        """How the model should name `full`: relative to the root, with '/'."""
+        return full.relative_to(self.root).as_posix() if full != self.root else "."
+
+    def approve(self, kind: str, title: str, preview: str) -> None:
+        """Ask the user before a write or a command; a refusal becomes a ToolError with their reason."""
+        if self.confirm is None:
+            return
+        refusal = self.confirm(kind, title, preview)
+        if refusal is not None:
+            raise ToolError(f"Not approved: {title}. {refusal} No changes were made.")
+
+    def redact(self, text: str) -> str:
+        """The text with the API key blanked out, so no tool result ever shows it to the model."""
+        return text.replace(self.secret, "[REDACTED]") if self.secret else text
+
+
+def is_secret(name: str) -> bool:
+    return name not in NOT_SECRET_NAMES and any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_NAMES)
+
+
+# --- the tools (docstrings are what the model reads: keep them exact and short) ---
+
+
+def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_LINES) -> str:
+    """Read a text file. Each line is shown as its line number, a tab, then the line; the numbers are not
+    part of the file, so never copy them into old_str. One call shows at most 400 lines (40 KB); the last
+    line says how to read on.
+
+    Args:
+        path: file path, relative to the workspace root.
+        offset: line number to start at (1 is the first line).
+        limit: how many lines to show, at most 400.
+    """
+    full = ws.resolve(path)
+    data = read_bytes(ws, full, path)
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
+    text = decode_bom(data)
+    notes = []
+    try:
+        text = text.decode("utf-8")
+    except UnicodeDecodeError:
+        text = text.decode("utf-8", errors="replace")
+        notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
+                     "will refuse this file")
+    lines = text.splitlines()
+    if not lines:
+        return f"({path} is empty)"
+    if offset < 1 or offset > len(lines):
+        raise ToolError(f"offset {offset} is outside {path}, which has {len(lines)} lines; "
+                        f"use an offset from 1 to {len(lines)}.")
+    limit = max(1, min(limit, READ_MAX_LINES))
+    shown, size = [], 0
+    for number in range(offset, min(offset + limit, len(lines) + 1)):
+        line = lines[number - 1]
+        if len(line) > LINE_MAX_CHARS:
+            line = line[:LINE_MAX_CHARS] + f" [line cut: {len(line) - LINE_MAX_CHARS:,} more characters]"
+        size += len(line) + 8
+        if shown and size > READ_MAX_BYTES:
+            break
+        shown.append(f"{number:>6}\t{line}")
+    last = offset + len(shown) - 1
+    if last < len(lines):
+        footer = f"(lines {offset}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on)"
+    else:
+        footer = f"(lines {offset}-{last} of {len(lines)}; end of file)"
+    return "\n".join(shown + [footer] + [f"(note: {note})" for note in notes])
+
+
+def list_files(ws: Workspace, path: str = ".") -> str:
+    """List the files under a directory, recursively; directories end with "/". Dependency, cache and
+    virtualenv directories and what .gitignore excludes are left out.
+
+    Args:
+        path: directory to list, relative to the workspace root ("." is the root).
+    """
+    full = ws.resolve(path)
+    if not full.exists():
+        raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
+    if not full.is_dir():
+        raise ToolError(f"{path} is a file, not a directory; use read_file to read it.")
+    entries = [ws.relative(entry) + ("/" if is_dir else "") for entry, is_dir in walk(ws, full)]
+    if not entries:
+        return f"({path} is empty)"
+    more = len(entries) - LIST_MAX_ENTRIES
+    shown = entries[:LIST_MAX_ENTRIES]
+    if more > 0:
+        shown.append(f"... and {more} more entries (list a subdirectory to see them)")
+    return "\n".join(shown)
+
+
+def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
+    """Replace old_str with new_str in a file. old_str must match exactly one place: copy it from
+    read_file output without the line numbers, with enough lines around the change to be unique. An empty
+    old_str creates a new file holding new_str (it never overwrites an existing file). The file's line
+    endings, encoding and final newline are kept.
+
+    Args:
+        path: file path, relative to the workspace root.
+        old_str: the exact text to replace, or "" to create a new file.
+        new_str: the text to put in its place (the whole content, for a new file).
+    """
+    full = ws.resolve(path, writing=True)
+    # Models sometimes send CRLF; the file decides the line endings, so work in LF and convert back.
+    old, new = old_str.replace("\r\n", "\n"), new_str.replace("\r\n", "\n")
+    if old == "":
+        return create_file(ws, full, path, new)
+    if old == new:
+        raise ToolError("old_str and new_str are identical, so there is nothing to change. No changes were made.")
+    document = load_for_edit(ws, full, path)
+    text, rule, first, last = replace_once(document.text, old, new, path)
+    if document.text.endswith("\n") and text and not text.endswith("\n"):
+        text += "\n"  # the file had a final newline: keep it
+    elif not document.text.endswith("\n") and text.endswith("\n"):
+        text = text[:-1]  # the file had none: do not add one
+    if full.suffix == ".py":
+        check_still_compiles(document.text, text, path)
+    ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
+    write_atomically(full, document.encode(text), stat.S_IMODE(full.stat().st_mode))
+    ws.journal.append((full, document.raw))
+    return f"Edited {path} ({rule}). Lines {first}-{last} now read:\n{numbered_excerpt(text, first, last)}"
+
+
+def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
+    """Search text files for a regular expression (Python syntax); prints path:line: text for each
+    matching line, at most 100. Skips the same directories as list_files.
+
+    Args:
+        pattern: regular expression to look for, e.g. "TODO|FIXME" or "def [a-z_]+_file".
+        path: file or directory to search, relative to the workspace root.
+        glob: only search files whose name or path matches this pattern, e.g. "*.py"; null for all.
+    """
+    try:
+        regex = re.compile(pattern)
+    except re.error as error:
+        raise ToolError(f"invalid regular expression {pattern!r}: {error}. Escape special characters such "
+                        "as ( [ . * with a backslash to match them literally.") from None
+    full = ws.resolve(path)
+    if not full.exists():
+        raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
+    files = [full] if full.is_file() else [entry for entry, is_dir in walk(ws, full) if not is_dir]
+    matches, n_files = [], 0
+    for file in files:
+        name = ws.relative(file)
+        if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(file.name, glob)):
+            continue
+        if is_secret(file.name) or file.stat().st_size > EDIT_MAX_BYTES:
+            continue
+        data = file.read_bytes()
+        if b"\0" in data[:BINARY_SNIFF_BYTES]:
+            continue
+        n_files += 1
+        for number, line in enumerate(decode_bom(data).decode("utf-8", "replace").splitlines(), 1):
+            if regex.search(line):
+                matches.append(f"{name}:{number}: {line.strip()[:200]}")
+    if not matches:
+        return f"No matches for {pattern!r} in {path} ({n_files} files searched)."
+    more = len(matches) - SEARCH_MAX_MATCHES
+    shown = matches[:SEARCH_MAX_MATCHES]
+    if more > 0:
+        shown.append(f"... and {more} more matches (narrow the pattern, path or glob)")
+    return "\n".join(shown)
+
+
+def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
+    """Run a shell command in the workspace root and return its exit code and output (stdout and stderr
+    together; long output keeps its start and end). The command is killed after `timeout` seconds. It
+    cannot read from stdin, so use non-interactive flags (e.g. "git --no-pager log", "pip install -q").
+
+    Args:
+        command: the shell command line, e.g. "python -m pytest -q".
+        timeout: seconds before the command is killed, 1 to 600.
+    """
+    if not command.strip():
+        raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
+    timeout = max(1, min(timeout, COMMAND_MAX_TIMEOUT))
+    ws.approve("command", f"run: {command}", command)
+    # The child gets the user's environment minus the API key; its own session (process group), so a
+    # timeout can kill everything it started, not only the shell.
+    env = {name: value for name, value in os.environ.items()
+           if name != "OPENAI_API_KEY" and not (ws.secret and ws.secret in value)}
+    process = subprocess.Popen(command, shell=True, cwd=ws.root, env=env, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+        status = f"exit code {process.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        try:
+            output, _ = process.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe open
+            process.stdout.close()
+            output = b""
+        status = f"killed after {timeout} s (timeout); the output so far"
+    except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+    text = output.decode("utf-8", errors="replace")
+    if len(text) > OUTPUT_MAX_CHARS:
+        half = OUTPUT_MAX_CHARS // 2
+        dropped = len(text) - 2 * half
+        text = f"{text[:half]}\n[... {dropped:,} characters dropped ...]\n{text[-half:]}"
+    return f"{status}:\n{text}" if text else f"{status}; no output"
+
+
+TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command]}  # name -> function
+
+
+# --- checking arguments and running a tool ---
+
+
+@dataclass
+class ToolResult:
+    ok: bool
+    output: str
+
+
+def parameters(tool: Callable) -> list[inspect.Parameter]:
+    """The parameters the model fills in: the signature without the `ws` workspace argument."""
+    return list(inspect.signature(tool, eval_str=True).parameters.values())[1:]
+
+
+def check_args(name: str, args: dict) -> str | None:
+    """What is wrong with a call's name or arguments, as a sentence for the model; None if nothing is."""
+    if name not in TOOLS:
+        return f'There is no tool "{name}". The tools are: {", ".join(TOOLS)}.'
+    params = {param.name: param for param in parameters(TOOLS[name])}
+    unknown = [arg for arg in args if arg not in params]
+    if unknown:
+        return f"{name} has no argument {', '.join(unknown)}; its arguments are: {', '.join(params)}."
+    missing = [p for p in params if params[p].default is inspect.Parameter.empty and p not in args]
+    if missing:
+        return f"{name} needs the argument {', '.join(missing)}."
+    for arg, value in args.items():
+        expected = typing.get_args(params[arg].annotation) or (params[arg].annotation,)
+        if not any(matches_type(value, kind) for kind in expected):
+            wanted = " or ".join(JSON_TYPE_NAMES[kind] for kind in expected)
+            return f"{name}: argument {arg} must be {wanted}, not {json_type_name(value)}."
+    return None
+
+
+JSON_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}
+
+
+def matches_type(value, kind) -> bool:
+    if kind is type(None):
+        return value is None
+    if kind is int and isinstance(value, bool):  # JSON true is not a line number
+        return False
+    return isinstance(value, kind)
+
+
+def json_type_name(value) -> str:
+    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "an object", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def run_tool(ws: Workspace, name: str, args: dict) -> ToolResult:
+    """Run a checked call; every failure inside the tool comes back as an error result, never an exception."""
+    try:
+        result = ToolResult(True, TOOLS[name](ws, **args))
+    except ToolError as error:
+        result = ToolResult(False, str(error))
+    except OSError as error:
+        result = ToolResult(False, f"{name} failed: {error.strerror or error} ({error.filename or ''}).")
+    except Exception as error:  # a bug in a tool must not end the user's session; the model is told
+        result = ToolResult(False, f"{name} failed unexpectedly: {type(error).__name__}: {error}")
+    result.output = ws.redact(result.output)
+    return result
+
+
+# --- walking the workspace ---
+
+
+def walk(ws: Workspace, top: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, is_dir) under `top`, sorted, skipping SKIP_DIRS, virtualenvs and what .gitignore excludes."""
+    ignored = gitignore_patterns(ws.root)
+    for directory, dirnames, filenames in os.walk(top):
+        base = Path(directory)
+        dirnames[:] = sorted(name for name in dirnames if not skip_dir(ws, base / name, ignored))
+        for name in dirnames:
+            yield base / name, True
+        for name in sorted(filenames):
+            if not is_ignored(ws.relative(base / name), name, ignored, is_dir=False):
+                yield base / name, False
+
+
+def skip_dir(ws: Workspace, path: Path, ignored: list[str]) -> bool:
+    return (path.name in SKIP_DIRS or path.name.endswith(".egg-info") or (path / "pyvenv.cfg").exists()
+            or path.is_symlink() or is_ignored(ws.relative(path), path.name, ignored, is_dir=True))
+
+
+def gitignore_patterns(root: Path) -> list[str]:
+    """The top-level .gitignore's patterns (negations `!` are not supported and are skipped)."""
+    try:
+        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "!"))]
+
+
+def is_ignored(relative: str, name: str, patterns: list[str], *, is_dir: bool) -> bool:
+    """Git's rules, simplified: a pattern with an inner '/' is anchored at the root, others match any name."""
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            if not is_dir:
+                continue
+            pattern = pattern.rstrip("/")
+        pattern = pattern.removeprefix("**/")
+        if "/" in pattern:
+            if fnmatch.fnmatch(relative, pattern.lstrip("/")):
+                return True
+        elif fnmatch.fnmatch(name, pattern):
+            return True
+    return False
+
+
+def suggest_paths(ws: Workspace, path: str) -> str:
+    """A hint naming existing paths close to a missing one."""
+    known = [ws.relative(entry) for entry, _ in walk(ws, ws.root)][:5000]
+    wanted = Path(path).name
+    close = [name for name in known if Path(name).name == wanted]
+    close += [name for name in difflib.get_close_matches(path, known, n=3, cutoff=0.6) if name not in close]
+    if close:
+        return "Did you mean: " + ", ".join(close[:3]) + "?"
+    return "Use list_files to see what exists."
+
+
+# --- editing: reading, matching, writing ---
+
+
+@dataclass
+class Document:
+    """A file loaded for editing: its text with LF line endings, and what is needed to write it back."""
+
+    raw: bytes  # the file's bytes as found, for the undo journal
+    text: str  # decoded, BOM removed, CRLF turned into LF
+    bom: bool
+    newline: str  # "\r\n" or "\n"
+
+    def encode(self, text: str) -> bytes:
+        data = text.replace("\n", self.newline).encode("utf-8")
+        return b"\xef\xbb\xbf" + data if self.bom else data
+
+
+def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
+    if full.is_dir():
+        raise ToolError(f"{path} is a directory; use list_files to see what is in it.")
+    if not full.exists():
+        raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
+    return full.read_bytes()
+
+
+def decode_bom(data: bytes) -> bytes:
+    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+
+
+def load_for_edit(ws: Workspace, full: Path, path: str) -> Document:
+    """Read a file that edit_file may change, or refuse with the reason: binary, too big, not UTF-8."""
+    if not full.exists() and not full.is_dir():
+        raise ToolError(f"{path} does not exist. To create it, call edit_file with old_str \"\" and the "
+                        f"whole content as new_str. {suggest_paths(ws, path)} No changes were made.")
+    if full.is_file() and full.stat().st_size > EDIT_MAX_BYTES:
+        raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
+                        f"{EDIT_MAX_BYTES:,} bytes. No changes were made.")
+    raw = read_bytes(ws, full, path)
+    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+        raise ToolError(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only. "
+                        "No changes were made.")
+    try:
+        text = decode_bom(raw).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ToolError(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so "
+                        "it refuses. Use run_command with a tool that knows the encoding. "
+                        "No changes were made.") from None
+    crlf = text.count("\r\n")
+    if crlf and crlf == text.count("\n") and crlf == text.count("\r"):
+        return Document(raw, text.replace("\r\n", "\n"), raw.startswith(b"\xef\xbb\xbf"), "\r\n")
+    if "\r" in text:
+        # Mixed or old-Mac line endings: converting would rewrite lines the edit did not touch.
+        raise ToolError(f"{path} mixes line endings (CRLF and LF or bare CR); edit_file refuses so as not "
+                        "to rewrite lines you did not ask to change. No changes were made.")
+    return Document(raw, text, raw.startswith(b"\xef\xbb\xbf"), "\n")
+
+
+def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
+    if full.is_dir():
+        raise ToolError(f"{path} is a directory; give a file path. No changes were made.")
+    if full.exists():
+        raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
+                        "read it and pass the exact text to replace as old_str. No changes were made.")
+    ws.approve("edit", f"create {path}", content)
+    full.parent.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)
+    os.umask(umask)
+    write_atomically(full, content.encode("utf-8"), 0o666 & ~umask)
+    ws.journal.append((full, None))
+    n_lines = len(content.splitlines())
+    return f"Created {path} ({n_lines} lines, {len(content.encode('utf-8')):,} bytes)."
+
+
+def write_atomically(full: Path, data: bytes, mode: int) -> None:
+    """Write via a temporary file in the same directory and os.replace: the old file or the new, never half."""
+    fd, temporary = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, full)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, int, int]:
+    """Replace the one place `old` matches; returns (new text, rule used, first line, last line changed).
+
+    Rules, in order, each needing a unique match: exact; ignoring trailing whitespace; a uniform
+    indentation offset; tabs versus spaces. Similarity never applies an edit, it only builds the hint.
+    """
+    count = text.count(old)
+    if count == 1:
+        start = text.index(old)
+        first = text.count("\n", 0, start) + 1
+        last = first + new.rstrip("\n").count("\n")
+        return text[:start] + new + text[start + len(old):], "exact match", first, max(first, last)
+    if count > 1:
+        raise ambiguous(path, [text.count("\n", 0, i) + 1 for i in find_all(text, old)], "")
+    lines = text.split("\n")
+    old_lines = old.removesuffix("\n").split("\n")
+    new_body = new.removesuffix("\n") if old.endswith("\n") or new.endswith("\n") else new
+    new_lines = new_body.split("\n") if new_body else []
+    if any(line.strip() for line in old_lines):
+        for rule_name, rule in LINE_RULES:
+            found = [(i, adapt) for i in range(len(lines) - len(old_lines) + 1)
+                     if (adapt := rule(lines[i:i + len(old_lines)], old_lines))]
+            if len(found) > 1:
+                raise ambiguous(path, [i + 1 for i, _ in found], f" when {rule_name}")
+            if found:
+                i, adapt = found[0]
+                replacement = [adapt(line) for line in new_lines]
+                text = "\n".join(lines[:i] + replacement + lines[i + len(old_lines):])
+                return text, rule_name, i + 1, max(i + 1, i + len(replacement))
+    raise ToolError(not_found_message(text, old, new, path))
+
+
+def find_all(text: str, part: str) -> Iterator[int]:
+    start = text.find(part)
+    while start != -1:
+        yield start
+        start = text.find(part, start + 1)
+
+
+def ambiguous(path: str, line_numbers: list[int], how: str) -> ToolError:
+    where = ", ".join(map(str, line_numbers[:20]))
+    return ToolError(f"old_str matches {len(line_numbers)} places in {path}{how} (lines {where}). Include more "
+                     "surrounding lines in old_str so that it matches one place only. No changes were made.")
+
+
+def leading(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def same_ignoring_trailing(window: list[str], old_lines: list[str]):
+    """Rule: lines equal once trailing whitespace is dropped. new_str is written as given."""
+    if all(a.rstrip() == b.rstrip() for a, b in zip(window, old_lines)):
+        return lambda line: line
+    return None
+
+
+def same_with_indent_offset(window: list[str], old_lines: list[str]):
+    """Rule: every non-blank line differs by the same extra (or missing) indentation; re-indent new_str."""
+    offsets = set()
+    for have, want in zip(window, old_lines):
+        if not want.strip():
+            if have.strip():
+                return None
+            continue
+        if have.strip() != want.strip():
+            return None
+        have_lead, want_lead = leading(have), leading(want)
+        if have_lead.endswith(want_lead):
+            offsets.add(("add", have_lead[: len(have_lead) - len(want_lead)]))
+        elif want_lead.endswith(have_lead):
+            offsets.add(("remove", want_lead[: len(want_lead) - len(have_lead)]))
+        else:
+            return None
+    if len(offsets) != 1:
+        return None
+    direction, pad = offsets.pop()
+    if not pad:
+        return None
+    if direction == "add":
+        return lambda line: pad + line if line.strip() else line
+    return lambda line: line.removeprefix(pad) if line.startswith(pad) else line.lstrip(" \t")
+
+
+def same_with_other_tabs(window: list[str], old_lines: list[str]):
+    """Rule: leading indentation matches once tabs are expanded; new_str is re-indented in the file's style."""
+    for size in (4, 8, 2):
+        if all(expand_indent(a, size) == expand_indent(b, size) for a, b in zip(window, old_lines)):
+            file_uses_tabs = any("\t" in leading(line) for line in window)
+            return lambda line: restyle_indent(line, size, file_uses_tabs)
+    return None
+
+
+def expand_indent(line: str, size: int) -> str:
+    line = line.rstrip()
+    lead = leading(line)
+    return " " * len(lead.expandtabs(size)) + line[len(lead):]
+
+
+def restyle_indent(line: str, size: int, tabs: bool) -> str:
+    lead = leading(line)
+    width = len(lead.expandtabs(size))
+    return ("\t" * (width // size) + " " * (width % size) if tabs else " " * width) + line[len(lead):]
+
+
+LINE_RULES = [
+    ("ignoring trailing whitespace", same_ignoring_trailing),
+    ("with the indentation shifted", same_with_indent_offset),
+    ("with tabs and spaces in the indentation converted", same_with_other_tabs),
+]
+
+
+def not_found_message(text: str, old: str, new: str, path: str) -> str:
+    """Why old_str did not match: the closest lines in the file, numbered, and a diagnosis when one applies."""
+    lines = text.split("\n")
+    old_lines = old.removesuffix("\n").split("\n")
+    message = [f"old_str was not found in {path}."]
+    if new.strip() and new in text:
+        line = text.count("\n", 0, text.index(new)) + 1
+        message.append(f"new_str is already present (line {line}): the edit may already be applied.")
+    if all(re.match(r"\s*\d+\t", line) for line in old_lines if line.strip()):
+        message.append("old_str starts its lines with line numbers from read_file; they are not part of the file.")
+    file_tabs = any(leading(line).startswith("\t") for line in lines)
+    old_tabs = any(leading(line).startswith("\t") for line in old_lines)
+    file_spaces = any(leading(line).startswith(" ") for line in lines)
+    if old_tabs != file_tabs and (file_tabs or file_spaces):
+        style = "tabs" if file_tabs else "spaces"
+        message.append(f"The file indents with {style}, old_str does not.")
+    anchor = next((line.strip() for line in old_lines if line.strip()), "")
+    best, best_score = None, 0.0
+    for number, line in enumerate(lines):
+        matcher = difflib.SequenceMatcher(None, line.strip(), anchor, autojunk=False)
+        if matcher.real_quick_ratio() > best_score and matcher.quick_ratio() > best_score:
+            score = matcher.ratio()
+            if score > best_score:
+                best, best_score = number, score
+    if best is not None and best_score >= 0.5:
+        window = lines[best:best + len(old_lines)]
+        if any(a.rstrip() != a for a in window) and [a.rstrip() for a in window] != old_lines:
+            message.append("Some of these lines end with spaces or tabs.")
+        message.append("The closest lines in the file are:\n" + numbered_excerpt(text, best + 1,
+                                                                                   best + len(old_lines), 0))
+    message.append("Copy old_str exactly from read_file output (without the line numbers). No changes were made.")
+    return "\n".join(message)
+
+
+def numbered_excerpt(text: str, first: int, last: int, context: int = 3) -> str:
+    """Lines first..last of text (1-based), with `context` lines either side, numbered like read_file."""
+    lines = text.split("\n")
+    start, end = max(1, first - context), min(len(lines), last + context)
+    return "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(start, end + 1))
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        f"a/{path}", f"b/{path}"))
+
+
+def check_still_compiles(before: str, after: str, path: str) -> None:
+    """Refuse a Python edit that breaks a file which compiled before it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings from the user's code are not ours to print
+        try:
+            compile(before, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            return  # already broken: the edit may be the fix
+        try:
+            compile(after, path, "exec", dont_inherit=True)
+        except SyntaxError as error:
+            raise ToolError(f"Edit not applied: {path} would no longer compile: line {error.lineno}, column "
+                            f"{error.offset}: {error.msg}. Fix new_str and resend. No changes were made.") from None
