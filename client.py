@@ -135,14 +135,15 @@ class Client:
         give_up_at = time.monotonic() + self.deadline
         response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
         chunks = []
-        # Reading the body ourselves lets us stop a server that drips bytes forever; reading it to the
-        # end also hands the connection back to the pool, so the next call reuses it.
-        for chunk in response.iter_content(chunk_size=65536):
+        # read1 returns whatever has arrived, so a server that drips bytes forever meets the deadline.
+        while chunk := response.raw.read1(65536):
             chunks.append(chunk)
             if time.monotonic() > give_up_at:
                 response.close()
-                raise requests.Timeout(f"no complete response within {self.deadline:.0f} s")
-        response._content = b"".join(chunks)  # what `response.content` would have read itself
+                raise requests.Timeout(f"no complete response within {self.deadline:g} s")
+        # Hand requests the body we read, then return the connection to the pool for the next call.
+        response._content, response._content_consumed = b"".join(chunks), True
+        response.close()
         return response
 
     def _backoff(self, attempt: int) -> float:

@@ -164,7 +164,8 @@ def list_files(ws: Workspace, path: str = ".") -> str:
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
     if not full.is_dir():
         raise ToolError(f"{path} is a file, not a directory; use read_file to read it.")
-    entries = [ws.relative(entry) + ("/" if is_dir else "") for entry, is_dir in walk(ws, full)]
+    found = sorted(walk(ws, full), key=lambda item: item[0].parts)  # each directory followed by its contents
+    entries = [ws.relative(entry) + ("/" if is_dir else "") for entry, is_dir in found]
     if not entries:
         return f"({path} is empty)"
     more = len(entries) - LIST_MAX_ENTRIES

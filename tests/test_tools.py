@@ -1,0 +1,533 @@
+"""The tools on real files in tmp_path, with byte-exact assertions: every rule and every refusal."""
+
+import os
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import tools
+from tools import TOOLS, Workspace, check_args, run_tool
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    return Workspace(root)
+
+
+def run(ws, name, **args):
+    """Call a tool the way the loop does: check the arguments, then run it."""
+    assert check_args(name, args) is None, check_args(name, args)
+    return run_tool(ws, name, args)
+
+
+def write(ws, path, data: bytes) -> Path:
+    full = ws.root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_bytes(data)
+    return full
+
+
+# --- the workspace: paths, secrets, redaction ---
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt", "/etc/passwd", "/tmp/x.txt"])
+def test_paths_outside_the_workspace_are_refused(ws, path):
+    for name, args in [("read_file", {"path": path}), ("edit_file", {"path": path, "old_str": "", "new_str": "x"}),
+                       ("list_files", {"path": path})]:
+        result = run(ws, name, **args)
+        assert not result.ok
+        assert f"outside the workspace {ws.root}" in result.output
+    assert not (ws.root.parent / "outside.txt").exists()
+
+
+def test_absolute_paths_inside_the_workspace_work(ws):
+    write(ws, "a.txt", b"hello\n")
+    result = run(ws, "read_file", path=str(ws.root / "a.txt"))
+    assert result.ok and "     1\thello" in result.output
+
+
+def test_symlink_escapes_are_refused_and_nothing_is_created_outside(ws, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(b"top secret\n")
+    os.symlink(outside, ws.root / "link")
+    read = run(ws, "read_file", path="link/secret.txt")
+    created = run(ws, "edit_file", path="link/new.txt", old_str="", new_str="x")
+    assert not read.ok and "outside the workspace" in read.output
+    assert not created.ok and "outside the workspace" in created.output
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+@pytest.mark.parametrize("name", [".env", ".env.local", ".env.production", "server.pem", "tls.key", "id_rsa",
+                                  "id_rsa.pub", "id_ed25519"])
+def test_secret_files_are_not_read_edited_or_searched(ws, name):
+    write(ws, name, b"OPENAI_API_KEY=sk-live-123\n")
+    assert "may hold secrets" in run(ws, "read_file", path=name).output
+    assert "may hold secrets" in run(ws, "edit_file", path=name, old_str="sk", new_str="x").output
+    assert "No matches" in run(ws, "search_files", pattern="sk-live").output
+    assert (ws.root / name).read_bytes() == b"OPENAI_API_KEY=sk-live-123\n"
+
+
+@pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template"])
+def test_env_examples_are_readable(ws, name):
+    write(ws, name, b"OPENAI_MODEL=gpt-4o\n")
+    assert run(ws, "read_file", path=name).ok
+
+
+def test_writes_inside_git_are_refused(ws):
+    write(ws, ".git/config", b"[core]\n")
+    result = run(ws, "edit_file", path=".git/config", old_str="[core]", new_str="[x]")
+    assert not result.ok and "inside .git/" in result.output
+    assert (ws.root / ".git/config").read_bytes() == b"[core]\n"
+    assert run(ws, "read_file", path=".git/config").ok  # reading is fine
+
+
+def test_the_api_key_is_redacted_from_every_result(ws):
+    ws.secret = "sk-abcdef123456"
+    write(ws, "notes.txt", b"key: sk-abcdef123456\n")
+    assert "sk-abcdef123456" not in run(ws, "read_file", path="notes.txt").output
+    assert "[REDACTED]" in run(ws, "search_files", pattern="key").output
+    assert "sk-abcdef123456" not in run(ws, "run_command", command="cat notes.txt").output
+
+
+def test_commands_do_not_get_the_api_key(ws, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    ws.secret = "sk-from-env"
+    result = run(ws, "run_command", command="env")
+    assert result.ok and "OPENAI_API_KEY" not in result.output and "sk-from-env" not in result.output
+
+
+# --- read_file ---
+
+
+def test_read_file_numbers_lines_and_says_where_it_ends(ws):
+    write(ws, "a.py", b"import os\n\nprint(os.name)\n")
+    assert run(ws, "read_file", path="a.py").output == (
+        "     1\timport os\n     2\t\n     3\tprint(os.name)\n(lines 1-3 of 3; end of file)")
+
+
+def test_read_file_windows_and_says_how_to_read_on(ws):
+    write(ws, "big.txt", "".join(f"line {n}\n" for n in range(1, 1001)).encode())
+    first = run(ws, "read_file", path="big.txt").output
+    assert first.splitlines()[0] == "     1\tline 1" and first.splitlines()[399] == "   400\tline 400"
+    assert first.endswith("(lines 1-400 of 1000; call read_file with offset=401 to read on)")
+    middle = run(ws, "read_file", path="big.txt", offset=990, limit=5).output
+    assert middle == "\n".join(f"{n:>6}\tline {n}" for n in range(990, 995)) + \
+        "\n(lines 990-994 of 1000; call read_file with offset=995 to read on)"
+
+
+def test_read_file_caps_bytes_per_call(ws):
+    write(ws, "wide.txt", ("x" * 1000 + "\n").encode() * 100)
+    output = run(ws, "read_file", path="wide.txt").output
+    assert len(output) < tools.READ_MAX_BYTES + 2000
+    assert "call read_file with offset=" in output.splitlines()[-1]
+
+
+def test_read_file_crlf_and_bom_are_shown_as_text(ws):
+    write(ws, "win.txt", b"\xef\xbb\xbfone\r\ntwo\r\n")
+    assert run(ws, "read_file", path="win.txt").output == "     1\tone\n     2\ttwo\n(lines 1-2 of 2; end of file)"
+
+
+def test_read_file_refuses_binary_with_its_size(ws):
+    write(ws, "logo.png", b"\x89PNG\r\n\x1a\n\0\0\0" + b"x" * 1000)
+    result = run(ws, "read_file", path="logo.png")
+    assert not result.ok and result.output == "logo.png is a binary file (1,011 bytes); read_file shows text files only."
+
+
+def test_read_file_not_utf8_is_shown_with_a_note(ws):
+    write(ws, "latin1.txt", "café\n".encode("latin-1"))
+    result = run(ws, "read_file", path="latin1.txt")
+    assert result.ok and "caf\ufffd" in result.output and "not valid UTF-8" in result.output
+
+
+def test_read_file_on_a_directory_suggests_list_files(ws):
+    (ws.root / "src").mkdir()
+    assert "is a directory; use list_files" in run(ws, "read_file", path="src").output
+
+
+def test_read_file_missing_suggests_close_names(ws):
+    write(ws, "src/agent.py", b"x\n")
+    result = run(ws, "read_file", path="agent.py")
+    assert not result.ok and result.output == "agent.py does not exist. Did you mean: src/agent.py?"
+    assert "Did you mean: src/agent.py?" in run(ws, "read_file", path="src/agnet.py").output
+
+
+def test_read_file_offset_past_the_end(ws):
+    write(ws, "a.txt", b"a\nb\n")
+    assert "outside a.txt, which has 2 lines" in run(ws, "read_file", path="a.txt", offset=5).output
+
+
+def test_read_file_empty(ws):
+    write(ws, "empty.txt", b"")
+    assert run(ws, "read_file", path="empty.txt").output == "(empty.txt is empty)"
+
+
+# --- list_files ---
+
+
+def test_list_files_recurses_marks_directories_and_skips_noise(ws):
+    for path in ["README.md", "src/app.py", "src/util/helpers.py", ".git/HEAD", "node_modules/x/index.js",
+                 "src/__pycache__/app.cpython-311.pyc", "env/pyvenv.cfg", "env/lib/site.py", ".venv/bin/python",
+                 "build/out.o", "debug.log", "pkg.egg-info/PKG-INFO", ".pytest_cache/v"]:
+        write(ws, path, b"x")
+    write(ws, ".gitignore", b"# comment\n*.log\n/build/\n")
+    assert run(ws, "list_files").output == "\n".join([
+        ".gitignore", "README.md", "src/", "src/app.py", "src/util/", "src/util/helpers.py"])
+    assert run(ws, "list_files", path="src/util").output == "src/util/helpers.py"
+
+
+def test_list_files_caps_with_a_count(ws):
+    for n in range(tools.LIST_MAX_ENTRIES + 25):
+        write(ws, f"f{n:04}.txt", b"")
+    lines = run(ws, "list_files").output.splitlines()
+    assert len(lines) == tools.LIST_MAX_ENTRIES + 1
+    assert lines[-1] == "... and 25 more entries (list a subdirectory to see them)"
+
+
+def test_list_files_errors(ws):
+    write(ws, "a.txt", b"")
+    assert "is a file, not a directory; use read_file" in run(ws, "list_files", path="a.txt").output
+    assert "does not exist" in run(ws, "list_files", path="nope").output
+    (ws.root / "empty").mkdir()
+    assert run(ws, "list_files", path="empty").output == "(empty is empty)"
+
+
+# --- edit_file: applied exactly as meant ---
+
+
+def edit(ws, path, old, new):
+    return run(ws, "edit_file", path=path, old_str=old, new_str=new)
+
+
+def test_exact_edit(ws):
+    full = write(ws, "a.py", b"def f():\n    return 1\n\n\ndef g():\n    return 2\n")
+    result = edit(ws, "a.py", "    return 2\n", "    return 3\n")
+    assert result.ok and result.output.startswith("Edited a.py (exact match). Lines 6-6 now read:\n")
+    assert "     6\t    return 3" in result.output and "     3\t" in result.output
+    assert full.read_bytes() == b"def f():\n    return 1\n\n\ndef g():\n    return 3\n"
+
+
+def test_crlf_file_edited_with_lf_old_str_stays_crlf(ws):
+    full = write(ws, "win.py", b"a = 1\r\nb = 2\r\nc = 3\r\n")
+    assert edit(ws, "win.py", "b = 2\nc = 3", "b = 20\nbb = 21\nc = 3").ok
+    assert full.read_bytes() == b"a = 1\r\nb = 20\r\nbb = 21\r\nc = 3\r\n"
+
+
+def test_crlf_in_the_model_strings_is_fine_on_an_lf_file(ws):
+    full = write(ws, "a.txt", b"one\ntwo\n")
+    assert edit(ws, "a.txt", "one\r\ntwo", "one\r\n2").ok
+    assert full.read_bytes() == b"one\n2\n"
+
+
+def test_bom_is_kept(ws):
+    full = write(ws, "bom.txt", b"\xef\xbb\xbfhello\nworld\n")
+    assert edit(ws, "bom.txt", "world", "there").ok
+    assert full.read_bytes() == b"\xef\xbb\xbfhello\nthere\n"
+
+
+def test_missing_final_newline_is_kept(ws):
+    full = write(ws, "a.txt", b"one\ntwo")
+    assert edit(ws, "a.txt", "two", "2\n").ok
+    assert full.read_bytes() == b"one\n2"
+
+
+def test_final_newline_is_kept_when_the_last_line_is_replaced(ws):
+    full = write(ws, "a.txt", b"one\ntwo\n")
+    assert edit(ws, "a.txt", "two\n", "2").ok
+    assert full.read_bytes() == b"one\n2\n"
+
+
+def test_trailing_whitespace_drift(ws):
+    full = write(ws, "a.py", b"x = 1   \ny = 2\t\nz = 3\n")
+    result = edit(ws, "a.py", "x = 1\ny = 2\n", "x = 10\ny = 20\n")
+    assert result.ok and "(ignoring trailing whitespace)" in result.output
+    assert full.read_bytes() == b"x = 10\ny = 20\nz = 3\n"
+
+
+def test_uniform_indentation_offset_reindents_new_str(ws):
+    full = write(ws, "a.py", b"class A:\n    def f(self):\n        if x:\n            return 1\n        return 2\n")
+    result = edit(ws, "a.py", "if x:\n    return 1\nreturn 2", "if x:\n    return 10\nreturn 20")
+    assert result.ok and "(with the indentation shifted)" in result.output
+    assert full.read_bytes() == b"class A:\n    def f(self):\n        if x:\n            return 10\n        return 20\n"
+
+
+def test_old_str_indented_deeper_than_the_file(ws):
+    full = write(ws, "a.py", b"def f():\n    return 1\n")
+    assert edit(ws, "a.py", "        def f():\n            return 1", "        def f():\n            return 2").ok
+    assert full.read_bytes() == b"def f():\n    return 2\n"
+
+
+def test_tab_indented_file_edited_with_spaces_keeps_tabs(ws):
+    full = write(ws, "main.go", b"func main() {\n\tif ok {\n\t\tfmt.Println(1)\n\t}\n}\n")
+    result = edit(ws, "main.go", "    if ok {\n        fmt.Println(1)\n    }",
+                  "    if ok {\n        fmt.Println(2)\n        fmt.Println(3)\n    }")
+    assert result.ok and "tabs and spaces" in result.output
+    assert full.read_bytes() == b"func main() {\n\tif ok {\n\t\tfmt.Println(2)\n\t\tfmt.Println(3)\n\t}\n}\n"
+
+
+def test_space_indented_file_edited_with_tabs_keeps_spaces(ws):
+    full = write(ws, "a.py", b"def f():\n    x = 1\n    return x\n")
+    assert edit(ws, "a.py", "def f():\n\tx = 1", "def f():\n\tx = 2").ok
+    assert full.read_bytes() == b"def f():\n    x = 2\n    return x\n"
+
+
+def test_permissions_are_kept(ws):
+    full = write(ws, "run.sh", b"#!/bin/sh\necho hi\n")
+    full.chmod(0o751)
+    assert edit(ws, "run.sh", "echo hi", "echo bye").ok
+    assert stat.S_IMODE(full.stat().st_mode) == 0o751 and full.read_bytes() == b"#!/bin/sh\necho bye\n"
+
+
+def test_create_a_new_file_with_parents(ws):
+    result = edit(ws, "src/pkg/new.py", "", "print('hi')\n")
+    assert result.ok and result.output == "Created src/pkg/new.py (1 lines, 12 bytes)."
+    assert (ws.root / "src/pkg/new.py").read_bytes() == b"print('hi')\n"
+    assert stat.S_IMODE((ws.root / "src/pkg/new.py").stat().st_mode) == 0o666 & ~_umask()
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_every_write_is_journaled_for_undo(ws):
+    write(ws, "a.txt", b"one\r\n")
+    edit(ws, "a.txt", "one", "two")
+    edit(ws, "b.txt", "", "new")
+    assert ws.journal == [(ws.root / "a.txt", b"one\r\n"), (ws.root / "b.txt", None)]
+
+
+# --- edit_file: refused with a helpful error, file untouched ---
+
+
+def refused(ws, path, old, new, *fragments):
+    before = (ws.root / path).read_bytes() if (ws.root / path).is_file() else None
+    result = edit(ws, path, old, new)
+    assert not result.ok, result.output
+    assert result.output.endswith("No changes were made."), result.output
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+    after = (ws.root / path).read_bytes() if (ws.root / path).is_file() else None
+    assert after == before
+    return result.output
+
+
+def test_empty_old_str_never_overwrites(ws):
+    write(ws, "a.txt", b"precious\n")
+    refused(ws, "a.txt", "", "oops", "a.txt already exists")
+
+
+def test_ambiguous_match_names_the_lines(ws):
+    write(ws, "a.py", b"x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n")
+    refused(ws, "a.py", "x = 1", "x = 9", "old_str matches 3 places in a.py (lines 1, 3, 5)", "more surrounding lines")
+
+
+def test_ambiguous_fuzzy_match_is_refused_too(ws):
+    write(ws, "a.py", b"if a:\n    go()\nif b:\n        go()\n")
+    refused(ws, "a.py", "go()  ", "stop()", "matches 2 places")
+
+
+def test_identical_old_and_new(ws):
+    write(ws, "a.txt", b"a\n")
+    refused(ws, "a.txt", "a", "a", "identical")
+
+
+def test_directory(ws):
+    (ws.root / "src").mkdir()
+    assert "is a directory" in edit(ws, "src", "a", "b").output
+
+
+def test_missing_file_suggests_creating_it(ws):
+    refused(ws, "nope.py", "a", "b", 'To create it, call edit_file with old_str ""')
+
+
+def test_not_found_shows_the_closest_lines(ws):
+    write(ws, "a.py", b"def load(path):\n    with open(path) as f:\n        return f.read()\n")
+    output = refused(ws, "a.py", "def load(path, mode):\n    with open(path) as f:", "x",
+                     "old_str was not found in a.py.", "The closest lines in the file are:",
+                     "     1\tdef load(path):\n     2\t    with open(path) as f:")
+
+
+def test_not_found_says_when_the_edit_is_already_applied(ws):
+    write(ws, "a.py", b"x = 2\n")
+    refused(ws, "a.py", "x = 1", "x = 2", "new_str is already present (line 1): the edit may already be applied.")
+
+
+def test_not_found_diagnoses_line_numbers_in_old_str(ws):
+    write(ws, "a.py", b"x = 1\ny = 2\n")
+    refused(ws, "a.py", "     1\tx = 1\n     2\ty = 2", "x", "line numbers from read_file")
+
+
+def test_not_found_diagnoses_tabs_versus_spaces(ws):
+    write(ws, "a.go", b"func f() {\n\treturn g(1)\n}\n")
+    refused(ws, "a.go", "    return g(2)", "x", "The file indents with tabs, old_str does not.")
+
+
+def test_no_edit_distance_matching(ws):
+    """A near miss is never applied: models that 'almost' match have corrupted files elsewhere."""
+    write(ws, "a.py", b"total = price * quantity\n")
+    refused(ws, "a.py", "total = price * quantities", "total = 0", "The closest lines")
+
+
+def test_binary_not_utf8_and_huge_files_are_refused(ws):
+    write(ws, "bin.dat", b"abc\0def")
+    refused(ws, "bin.dat", "abc", "x", "binary file")
+    write(ws, "latin1.txt", "café\n".encode("latin-1"))
+    refused(ws, "latin1.txt", "caf", "x", "not valid UTF-8")
+    write(ws, "huge.txt", b"a\n" * 600_000)
+    refused(ws, "huge.txt", "a", "b", "edit_file only changes files up to 1,000,000 bytes")
+
+
+def test_mixed_line_endings_are_refused(ws):
+    write(ws, "mixed.txt", b"a\r\nb\nc\r\n")
+    refused(ws, "mixed.txt", "b", "x", "mixes line endings")
+
+
+def test_python_edit_that_breaks_compilation_is_refused(ws):
+    write(ws, "a.py", b"def f():\n    return 1\n")
+    refused(ws, "a.py", "    return 1", "    return (1", "a.py would no longer compile: line 2", "Fix new_str and resend")
+
+
+def test_python_file_already_broken_can_be_fixed(ws):
+    full = write(ws, "a.py", b"def f(:\n    return 1\n")
+    assert edit(ws, "a.py", "def f(:", "def f():").ok
+    assert full.read_bytes() == b"def f():\n    return 1\n"
+
+
+def test_a_failing_replace_leaves_the_original_intact(ws, monkeypatch):
+    full = write(ws, "a.txt", b"original\n")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tools.os, "replace", broken_replace)
+    result = edit(ws, "a.txt", "original", "changed")
+    assert not result.ok and "No space left on device" in result.output
+    assert full.read_bytes() == b"original\n"
+    assert sorted(p.name for p in ws.root.iterdir()) == ["a.txt"]  # no temporary file left behind
+
+
+# --- confirmation ---
+
+
+def test_a_declined_edit_changes_nothing_and_passes_the_reason(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview)) or "The user said no: use pathlib."
+    full = write(ws, "a.py", b"x = 1\n")
+    result = edit(ws, "a.py", "x = 1", "x = 2")
+    assert not result.ok and result.output == ("Not approved: edit a.py. The user said no: use pathlib. "
+                                               "No changes were made.")
+    assert full.read_bytes() == b"x = 1\n"
+    assert asked == [("edit", "edit a.py", "--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")]
+
+
+def test_new_files_and_commands_are_previewed(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
+    edit(ws, "new.txt", "", "content\n")
+    run(ws, "run_command", command="echo hi")
+    assert asked == [("edit", "create new.txt", "content\n"), ("command", "run: echo hi", "echo hi")]
+
+
+def test_a_declined_command_does_not_run(ws):
+    ws.confirm = lambda *_: "The user said no."
+    result = run(ws, "run_command", command="touch made.txt")
+    assert not result.ok and not (ws.root / "made.txt").exists()
+
+
+# --- search_files ---
+
+
+def test_search_files(ws):
+    write(ws, "src/a.py", b"def read_file():\n    pass\n")
+    write(ws, "src/b.txt", b"read_file is here\n")
+    write(ws, "node_modules/c.py", b"def read_file(): pass\n")
+    write(ws, "img.bin", b"read_file\0")
+    assert run(ws, "search_files", pattern=r"read_\w+").output == "src/a.py:1: def read_file():\nsrc/b.txt:1: read_file is here"
+    assert run(ws, "search_files", pattern="read_file", glob="*.py").output == "src/a.py:1: def read_file():"
+    assert run(ws, "search_files", pattern="pass", path="src/a.py").output == "src/a.py:2: pass"
+
+
+def test_search_files_caps_and_counts_the_rest(ws):
+    write(ws, "a.txt", b"hit\n" * 130)
+    lines = run(ws, "search_files", pattern="hit").output.splitlines()
+    assert len(lines) == 101 and lines[-1] == "... and 30 more matches (narrow the pattern, path or glob)"
+
+
+def test_search_files_invalid_pattern(ws):
+    result = run(ws, "search_files", pattern="open(")
+    assert not result.ok and result.output.startswith("invalid regular expression 'open(': missing ), unterminated")
+
+
+def test_search_files_no_match(ws):
+    write(ws, "a.txt", b"x\n")
+    assert run(ws, "search_files", pattern="zzz").output == "No matches for 'zzz' in . (1 files searched)."
+
+
+# --- run_command ---
+
+
+def test_run_command_output_and_exit_code(ws):
+    result = run(ws, "run_command", command="echo out; echo err >&2; exit 3")
+    assert result.ok and result.output == "exit code 3:\nout\nerr\n"
+
+
+def test_run_command_runs_in_the_workspace(ws):
+    assert run(ws, "run_command", command="pwd").output == f"exit code 0:\n{ws.root}\n"
+
+
+def test_run_command_cuts_long_output_to_head_and_tail(ws):
+    result = run(ws, "run_command", command=f"{sys.executable} -c \"print('a' * 30000 + 'END')\"")
+    assert result.output.startswith("exit code 0:\naaaa") and result.output.endswith("aEND\n")
+    assert "[... 10,004 characters dropped ...]" in result.output
+
+
+def test_run_command_timeout_kills_the_whole_process_group(ws):
+    started = time.monotonic()
+    result = run(ws, "run_command", command="echo started; (sleep 30; touch late.txt) & sleep 30", timeout=1)
+    assert time.monotonic() - started < 10
+    assert result.output == "killed after 1 s (timeout); the output so far:\nstarted\n"
+    time.sleep(0.2)
+    assert not (ws.root / "late.txt").exists()
+
+
+def test_run_command_has_no_stdin(ws):
+    assert run(ws, "run_command", command="cat", timeout=5).output == "exit code 0; no output"
+
+
+# --- argument checking and dispatch ---
+
+
+@pytest.mark.parametrize("name, args, problem", [
+    ("delete_file", {"path": "a"}, 'There is no tool "delete_file". The tools are: read_file, list_files, '
+                                   "edit_file, search_files, run_command."),
+    ("read_file", {}, "read_file needs the argument path."),
+    ("read_file", {"path": "a", "line": 3}, "read_file has no argument line; its arguments are: path, offset, limit."),
+    ("read_file", {"path": 3}, "read_file: argument path must be a string, not an integer."),
+    ("read_file", {"path": "a", "offset": "10"}, "read_file: argument offset must be an integer, not a string."),
+    ("read_file", {"path": "a", "offset": True}, "read_file: argument offset must be an integer, not true/false."),
+    ("search_files", {"pattern": "x", "glob": 5}, "search_files: argument glob must be a string or null, not an integer."),
+    ("edit_file", {"path": "a", "old_str": None, "new_str": ""}, "edit_file: argument old_str must be a string, not null."),
+])
+def test_check_args(name, args, problem):
+    assert check_args(name, args) == problem
+
+
+def test_check_args_accepts_valid_calls():
+    assert check_args("search_files", {"pattern": "x", "glob": None}) is None
+    assert check_args("list_files", {}) is None
+
+
+def test_an_unexpected_exception_in_a_tool_becomes_a_result(ws, monkeypatch):
+    def broken(ws, path="."):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(TOOLS, "list_files", broken)
+    result = run_tool(ws, "list_files", {})
+    assert not result.ok and result.output == "list_files failed unexpectedly: RuntimeError: boom"
