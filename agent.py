@@ -45,7 +45,7 @@ def run_task(session: Session, task: str) -> str:
     messages = session.messages
     messages.append({"role": "user", "content": task})
     n_format_errors = 0
-    for n_steps in range(1, session.config.max_steps + 1):
+    for _ in range(session.config.max_steps):  # each turn is one model call
         reply = session.client.chat(messages)
         session.count_usage(reply.usage)
         parsed = parse_reply(reply.text, list(TOOLS), reply.finish_reason)

@@ -18,7 +18,8 @@ MAX_CALLS = 10  # calls run from one reply; more is usually a model that has sto
 # What may stand before `tool:` on its line: indentation, list markers, quote marks, bold and backticks.
 PREFIX = r"^[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*"
 CALL_LINE = re.compile(PREFIX + r"tool:", re.IGNORECASE)
-CALL_HEAD = re.compile(PREFIX + r"tool:[ \t]*([A-Za-z_][\w.-]*)[ \t]*\(", re.IGNORECASE)
+# MULTILINE, because it is matched at a line start inside the reply (`^` would otherwise mean position 0).
+CALL_HEAD = re.compile(PREFIX + r"tool:[ \t]*([A-Za-z_][\w.-]*)[ \t]*\(", re.IGNORECASE | re.MULTILINE)
 # Where a reply stops being the model's own turn: it has started writing the results, or the user's part.
 INVENTED_TURN = re.compile(PREFIX + r"(?:tool_result\s*\(|<tool_result>|User:|Human:|Observation:)", re.IGNORECASE)
 MENTION = re.compile(r"tool:[ \t]*([A-Za-z_]\w*)[ \t]*\(", re.IGNORECASE)
@@ -97,7 +98,8 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     return parsed
 
 
-def read_call(text: str, start: int, tool_names: list[str], finish_reason: str | None) -> tuple[ToolCall | BadCall, int]:
+def read_call(text: str, start: int, tool_names: list[str],
+              finish_reason: str | None) -> tuple[ToolCall | BadCall, int]:
     """Read the call whose line starts at `start`; returns it (or what is wrong) and where it ended."""
     head = CALL_HEAD.match(text, start)
     if not head:
@@ -108,10 +110,11 @@ def read_call(text: str, start: int, tool_names: list[str], finish_reason: str |
         return BadCall(f'There is no tool "{name}". The tools are: {", ".join(tool_names)}.', name), head.end()
     try:
         args, end, repair = read_arguments(text, head.end())
-    except Unreadable as problem:
+    except Unreadable as error:
+        problem = str(error)
         if finish_reason == "length":
-            problem = Unreadable("Your reply was cut off at the output token limit inside this call, so it "
-                                 "was not run. Continue with smaller steps: e.g. create a long file in parts.")
+            problem = ("Your reply was cut off at the output token limit inside this call, so it was not run. "
+                       "Continue with smaller steps: e.g. create a long file in parts.")
         close = matching_paren(text, head.end() - 1)  # skip the broken call's lines, whatever they hold
         return BadCall(f"The call to {name} could not be read: {problem}", name), close or head.end()
     return ToolCall(name, args, repair), end

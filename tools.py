@@ -289,7 +289,8 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     return f"{status}:\n{text}" if text else f"{status}; no output"
 
 
-TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command]}  # name -> function
+# name -> function; the order here is the order the prompt lists them in
+TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command]}
 
 
 # --- checking arguments and running a tool ---

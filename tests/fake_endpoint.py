@@ -2,13 +2,14 @@
 127.0.0.1, HTTP/1.1 keep-alive, and replies taken in order from a script.
 
 A script item is either a string (a 200 completion whose content is that text) or a dict
-{"status": 429, "headers": {...}, "body": dict or str} for anything else.
+{"status": 429, "headers": {...}, "body": dict or str, "delay": seconds} for anything else.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -60,6 +61,7 @@ class FakeEndpoint:
                         "status": 500, "body": {"error": {"message": "the test script has no more replies"}}}
                 if isinstance(item, str):
                     item = {"body": completion(item)}
+                time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests
                 body = item.get("body", "")
                 data = (json.dumps(body) if isinstance(body, dict) else body).encode()
                 self.send_response(item.get("status", 200))

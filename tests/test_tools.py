@@ -349,7 +349,7 @@ def test_missing_file_suggests_creating_it(ws):
 
 def test_not_found_shows_the_closest_lines(ws):
     write(ws, "a.py", b"def load(path):\n    with open(path) as f:\n        return f.read()\n")
-    output = refused(ws, "a.py", "def load(path, mode):\n    with open(path) as f:", "x",
+    refused(ws, "a.py", "def load(path, mode):\n    with open(path) as f:", "x",
                      "old_str was not found in a.py.", "The closest lines in the file are:",
                      "     1\tdef load(path):\n     2\t    with open(path) as f:")
 

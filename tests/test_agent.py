@@ -1,0 +1,247 @@
+"""The loop, driven by a scripted fake model, with real tools on real files; configuration; the CLI in-process."""
+
+import argparse
+import copy
+import io
+import json
+
+import pytest
+
+from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task, undo
+from client import Reply
+from prompt import NOT_RUN
+from tools import TOOLS, Workspace
+
+
+class ScriptedModel:
+    """Stands in for the client: answers with the scripted replies and keeps what it was sent."""
+
+    def __init__(self, *replies):
+        self.replies = [r if isinstance(r, Reply) else Reply(r, "stop", {"prompt_tokens": 100, "completion_tokens": 10})
+                        for r in replies]
+        self.seen: list[list[dict]] = []
+
+    def chat(self, messages):
+        self.seen.append(copy.deepcopy(messages))
+        return self.replies.pop(0)
+
+
+def make_session(tmp_path, *replies, max_steps=30):
+    model = ScriptedModel(*replies)
+    session = Session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path))
+    session.messages.append({"role": "system", "content": "SYSTEM"})
+    return session, model
+
+
+def results_in(message: dict) -> list[dict]:
+    return [json.loads(line[len("tool_result("):-1]) for line in message["content"].splitlines()
+            if line.startswith("tool_result(")]
+
+
+def test_a_task_lists_reads_and_edits_then_answers(tmp_path):
+    (tmp_path / "app.py").write_bytes(b"print('helo')\n")
+    session, model = make_session(
+        tmp_path,
+        "Let me look.\ntool: list_files()",
+        'tool: read_file({"path": "app.py"})',
+        'tool: edit_file({"path": "app.py", "old_str": "helo", "new_str": "hello"})',
+        "Fixed the typo in app.py.",
+    )
+    assert run_task(session, "fix the typo") == "Fixed the typo in app.py."
+    assert (tmp_path / "app.py").read_bytes() == b"print('hello')\n"
+    roles = [m["role"] for m in session.messages]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert session.messages[2] == {"role": "assistant", "content": "Let me look.\ntool: list_files()"}
+    assert results_in(session.messages[3]) == [{"tool": "list_files", "ok": True, "output": "app.py"}]
+    assert results_in(session.messages[5])[0]["output"].startswith("     1\tprint('helo')")
+    # the model is shown its own earlier calls, every time
+    assert model.seen[3][2]["content"] == "Let me look.\ntool: list_files()"
+    assert model.seen[3][6]["content"].startswith("tool: edit_file(")
+    assert session.tokens == {"prompt_tokens": 400, "completion_tokens": 40}
+
+
+def test_several_calls_answer_in_one_message_in_order(tmp_path):
+    (tmp_path / "a.txt").write_text("A\n")
+    (tmp_path / "b.txt").write_text("B\n")
+    session, _ = make_session(tmp_path, 'tool: read_file({"path": "a.txt"})\ntool: read_file({"path": "b.txt"})', "ok")
+    run_task(session, "read both")
+    results = results_in(session.messages[3])
+    assert [r["output"].splitlines()[0] for r in results] == ["     1\tA", "     1\tB"]
+
+
+def test_a_bad_call_is_answered_and_later_calls_are_not_run(tmp_path):
+    session, _ = make_session(
+        tmp_path,
+        'tool: list_files()\ntool: read_file({"file": "a.txt"})\ntool: edit_file({"path": "x.txt", "old_str": "", "new_str": "x"})',
+        "ok")
+    run_task(session, "go")
+    results = results_in(session.messages[3])
+    assert [(r["tool"], r["ok"]) for r in results] == [("list_files", True), ("read_file", False), ("edit_file", False)]
+    assert results[1]["output"] == "read_file has no argument file; its arguments are: path, offset, limit."
+    assert results[2]["output"] == NOT_RUN
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_an_unreadable_call_gets_the_right_form_with_an_example(tmp_path):
+    session, _ = make_session(tmp_path, 'tool: read_file({"path": "a.txt"', 'tool: list_files()', "done")
+    assert run_task(session, "go") == "done"
+    output = results_in(session.messages[3])[0]["output"]
+    assert "could not be read" in output and 'tool: read_file({"path": "src/app.py"})' in output
+
+
+def test_three_format_errors_in_a_row_end_the_task(tmp_path):
+    session, _ = make_session(tmp_path, "tool: nope", "read_file({\"path\": 1})", '{"name": "read_file", "arguments": {}}')
+    with pytest.raises(TaskStopped, match="3 replies in a row whose tool calls could not be read"):
+        run_task(session, "go")
+
+
+def test_format_errors_that_are_not_in_a_row_do_not_end_the_task(tmp_path):
+    session, _ = make_session(tmp_path, "tool: nope", "tool: nope", "tool: list_files()", "tool: nope", "tool: nope", "done")
+    assert run_task(session, "go") == "done"
+
+
+def test_the_step_limit_ends_the_task_with_a_clear_message(tmp_path):
+    session, model = make_session(tmp_path, *[f'tool: read_file({{"path": "f{n}"}})' for n in range(3)], max_steps=3)
+    with pytest.raises(TaskStopped, match=r"Stopped after 3 model calls \(--max-steps 3\)"):
+        run_task(session, "go")
+    assert len(model.seen) == 3
+
+
+def test_the_same_call_three_times_in_a_row_is_refused_as_a_loop(tmp_path):
+    session, _ = make_session(tmp_path, *["tool: list_files()"] * 3, "ok")
+    run_task(session, "go")
+    assert results_in(session.messages[7])[0]["output"].startswith("You have made this exact call 3 times in a row")
+    assert results_in(session.messages[5])[0]["ok"]
+
+
+def test_an_invented_result_is_cut_from_the_history_and_the_model_told(tmp_path):
+    session, _ = make_session(
+        tmp_path, 'tool: list_files()\ntool_result({"ok": true, "output": "secret.txt"})\nThe only file is secret.txt.',
+        "ok")
+    run_task(session, "go")
+    assert session.messages[2]["content"] == "tool: list_files()"
+    assert session.messages[3]["content"].startswith("Note: Your reply went on after your tool calls")
+
+
+def test_a_reply_cut_inside_a_call_is_not_run(tmp_path):
+    session, _ = make_session(
+        tmp_path, Reply('tool: edit_file({"path": "big.py", "old_str": "", "new_str": "def f():\n', "length"), "ok")
+    run_task(session, "go")
+    assert not (tmp_path / "big.py").exists()
+    assert "cut off at the output token limit" in results_in(session.messages[3])[0]["output"]
+
+
+def test_a_declined_write_reaches_the_model_with_the_reason(tmp_path):
+    session, _ = make_session(tmp_path, 'tool: edit_file({"path": "n.txt", "old_str": "", "new_str": "x"})', "ok")
+    session.workspace.confirm = lambda *_: "The user said no: not now."
+    run_task(session, "go")
+    assert results_in(session.messages[3])[0]["output"] == "Not approved: create n.txt. The user said no: not now. No changes were made."
+
+
+# --- configuration ---
+
+
+def args(**given):
+    values = {"model": None, "base_url": None, "max_steps": None, "cwd": ".", "yes": False, "prompt": None}
+    values.update(given)
+    return argparse.Namespace(**values)
+
+
+def test_precedence_flag_over_env_over_cwd_dotenv_over_script_dotenv(tmp_path):
+    script, cwd = tmp_path / "script", tmp_path / "cwd"
+    script.mkdir(), cwd.mkdir()
+    (script / ".env").write_text("OPENAI_MODEL=from-script\nOPENAI_API_KEY=sk-script\nOPENAI_BASE_URL=https://script/v1\n"
+                                 "PLAINAGENT_MAX_STEPS=7\n")
+    (cwd / ".env").write_text("OPENAI_MODEL=from-cwd\nOPENAI_API_KEY=sk-cwd\n")
+    environ = {"OPENAI_MODEL": "from-env", "UNRELATED": "x"}
+    config = load_config(args(), environ, cwd, script)
+    assert (config.model, config.api_key, config.base_url, config.max_steps) == ("from-env", "sk-cwd", "https://script/v1", 7)
+    config = load_config(args(model="from-flag", max_steps=3), environ, cwd, script)
+    assert (config.model, config.max_steps) == ("from-flag", 3)
+    assert load_config(args(), {}, cwd, script).model == "from-cwd"
+    assert load_config(args(), {}, script, script).model == "from-script"
+
+
+def test_dotenv_files_do_not_leak_into_the_process_environment(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text("OPENAI_MODEL=m\nOPENAI_API_KEY=sk-file\n")
+    load_config(args(), {}, tmp_path, tmp_path / "nowhere")
+    import os
+    assert "OPENAI_API_KEY" not in os.environ
+
+
+def test_missing_model_names_the_variable_and_the_file(tmp_path):
+    with pytest.raises(ConfigError, match=rf"OPENAI_MODEL is not set: set it in {tmp_path / '.env'}"):
+        load_config(args(), {"OPENAI_API_KEY": "k"}, tmp_path, tmp_path / "none")
+
+
+@pytest.mark.parametrize("base_url, needs_key", [
+    ("https://api.openai.com/v1", True), ("https://taotoken.net/api/v1", True),
+    ("http://localhost:11434/v1", False), ("http://127.0.0.1:1234/v1", False), ("http://[::1]:8000/v1", False),
+])
+def test_a_key_is_required_except_for_local_servers(tmp_path, base_url, needs_key):
+    environ = {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": base_url}
+    if needs_key:
+        with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+            load_config(args(), environ, tmp_path, tmp_path)
+    else:
+        assert load_config(args(), environ, tmp_path, tmp_path).api_key == ""
+
+
+def test_the_key_is_not_in_the_config_repr(tmp_path):
+    config = load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-hidden"}, tmp_path, tmp_path)
+    assert "sk-hidden" not in repr(config)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["-p", "x"], "OPENAI_MODEL is not set"),
+    (["-p", "x", "-m", "m", "--base-url", "localhost:11434/v1"], "is not an http(s) URL"),
+    (["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "-C", "missing-dir"], "no such directory"),
+    (["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "--max-steps", "0"], "--max-steps must be at least 1"),
+])
+def test_config_errors_exit_2_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("plainagent: ")
+
+
+# --- asking the user ---
+
+
+class FakeTerminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("typed, refusal", [
+    ("y\n", None), ("yes\n", None), ("n\n", "The user said no."), ("no\n", "The user said no."),
+    ("no, because tests must pass first\n", "The user said no: because tests must pass first."),
+    ("use pathlib instead\n", "The user said no: use pathlib instead."), ("\n", "The user said no."),
+])
+def test_terminal_answers(monkeypatch, typed, refusal):
+    monkeypatch.setattr("sys.stdin", FakeTerminal(typed))
+    assert TerminalConfirm()("edit", "edit a.py", "diff") == refusal
+
+
+def test_always_approves_the_rest_of_that_kind(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", FakeTerminal("a\nn\n"))
+    confirm = TerminalConfirm()
+    assert confirm("edit", "edit a.py", "diff") is None
+    assert confirm("edit", "edit b.py", "diff") is None  # not asked again
+    assert confirm("command", "run: ls", "ls") == "The user said no."
+    assert capsys.readouterr().err.count("Allow ") == 2
+
+
+def test_without_a_terminal_nothing_is_approved_and_nothing_waits(monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert "stdin is not a terminal" in TerminalConfirm()("command", "run: ls", "ls")
+
+
+def test_undo_restores_exact_bytes_and_removes_created_files(tmp_path):
+    ws = Workspace(tmp_path)
+    (tmp_path / "a.txt").write_bytes(b"one\r\ntwo\r\n")
+    TOOLS["edit_file"](ws, "a.txt", "one", "1")
+    TOOLS["edit_file"](ws, "new.txt", "", "x")
+    assert undo(ws) == "Removed new.txt (it was created by the agent)."
+    assert undo(ws) == "Restored a.txt."
+    assert (tmp_path / "a.txt").read_bytes() == b"one\r\ntwo\r\n" and not (tmp_path / "new.txt").exists()
+    assert undo(ws) == "Nothing to undo."

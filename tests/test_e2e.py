@@ -1,0 +1,158 @@
+"""End to end: `python agent.py` as a user runs it, against a local OpenAI-compatible server on a real socket."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_endpoint import FakeEndpoint, completion
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ["agent.py", "client.py", "tools.py", "prompt.py", "toolcalls.py"]
+KEY = "sk-e2e-secret-0123456789"
+
+
+@pytest.fixture
+def install(tmp_path):
+    """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
+    home = tmp_path / "install"
+    home.mkdir()
+    for name in SOURCES:
+        shutil.copy(ROOT / name, home / name)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "greet.py").write_bytes(b'def greet(name):\r\n    return "Helo, " + name\r\n')
+    return root
+
+
+def agent(install, project, endpoint, *argv, key=KEY, stdin=None, timeout=60):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+    env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model", "PYTHONUNBUFFERED": "1"})
+    if key is not None:
+        env["OPENAI_API_KEY"] = key
+    return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_session_lists_reads_and_edits_on_one_connection(install, project):
+    script = [
+        "I'll look around.\ntool: list_files()",
+        'tool: read_file({"path": "greet.py"})',
+        'tool: edit_file({"path": "greet.py", "old_str": "\\"Helo, \\"", "new_str": "\\"Hello, \\""})',
+        "Fixed the greeting typo in greet.py.",
+    ]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "fix the typo in greet.py", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fixed the greeting typo in greet.py.\n"
+    assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Hello, " + name\r\n'
+    assert len(endpoint.received) == 4
+    assert endpoint.n_connections == 1  # one keep-alive connection for the whole session
+    first, last = endpoint.received[0], endpoint.received[-1]
+    assert first.path == "/v1/chat/completions"
+    assert first.headers["Authorization"] == f"Bearer {KEY}"
+    assert first.body["model"] == "fake-model" and first.body["stop"] == ["\ntool_result("]
+    assert [m["role"] for m in last.body["messages"]] == ["system", "user"] + ["assistant", "user"] * 3
+    assert [m["content"] for m in last.body["messages"][2::2]] == script[:3]  # the model sees its own calls
+    assert last.body["messages"][3]["content"] == 'tool_result({"tool": "list_files", "ok": true, "output": "greet.py"})'
+    assert "→ edit_file(" in done.stderr and KEY not in done.stderr + done.stdout
+    assert all(KEY not in json.dumps(r.body) for r in endpoint.received)
+
+
+def test_survives_a_429_with_retry_after(install, project):
+    script = [{"status": 429, "headers": {"Retry-After": "1"},
+               "body": {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}}, "All good."]
+    with FakeEndpoint(script) as endpoint:
+        started = time.monotonic()
+        done = agent(install, project, endpoint, "-p", "hi")
+    assert done.returncode == 0 and done.stdout == "All good.\n"
+    assert time.monotonic() - started >= 1
+    assert "429 from" in done.stderr and "retrying in 1.0 s" in done.stderr
+    assert len(endpoint.received) == 2 and endpoint.n_connections == 1
+
+
+def test_a_bad_key_is_one_line_and_exit_1(install, project):
+    script = [{"status": 401, "body": {"error": {"message": "Incorrect API key provided: sk-e2e***789.",
+                                                 "code": "invalid_api_key"}}}]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi")
+    assert done.returncode == 1 and done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("plainagent: 401 from http://127.0.0.1:")
+    assert "check OPENAI_API_KEY" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_no_server_is_one_line_and_exit_1(install, project):
+    with FakeEndpoint([]) as endpoint:
+        pass  # closed: nothing listens on its port any more
+    done = agent(install, project, endpoint, "-p", "hi")
+    assert done.returncode == 1 and "Could not connect to" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project):
+    script = ['tool: edit_file({"path": "new.txt", "old_str": "", "new_str": "x"})', "I could not write the file."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "-", stdin="create new.txt")
+    assert done.returncode == 0 and done.stdout == "I could not write the file.\n"
+    assert not (project / "new.txt").exists()
+    assert endpoint.received[0].body["messages"][1] == {"role": "user", "content": "create new.txt"}
+    result = endpoint.received[1].body["messages"][-1]["content"]
+    assert "stdin is not a terminal" in result and "--yes" in result
+
+
+def test_step_limit_exits_1(install, project):
+    with FakeEndpoint(["tool: list_files()", 'tool: read_file({"path": "greet.py"})']) as endpoint:
+        done = agent(install, project, endpoint, "-p", "loop", "--max-steps", "2")
+    assert done.returncode == 1 and "Stopped after 2 model calls" in done.stderr and done.stdout == ""
+
+
+def test_local_server_without_a_key_sends_no_authorization(install, project):
+    with FakeEndpoint(["hi"]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", key=None)
+    assert done.returncode == 0 and "Authorization" not in endpoint.received[0].headers
+
+
+def test_usage_error_exits_2(install, project):
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, project, endpoint, "--max-steps", "many")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_repl_runs_tasks_until_exit(install, project):
+    with FakeEndpoint(["First answer.", "Second answer."]) as endpoint:
+        done = agent(install, project, endpoint, stdin="hello\n\nagain\nexit\n")
+    assert done.returncode == 0
+    assert "First answer.\n" in done.stdout and "Second answer.\n" in done.stdout
+    assert len(endpoint.received) == 2 and endpoint.n_connections == 1
+    messages = endpoint.received[1].body["messages"]
+    assert [m["content"] for m in messages[1:]] == ["hello", "First answer.", "again"]  # one conversation
+
+
+def test_repl_leaves_on_end_of_input(install, project):
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, project, endpoint, stdin="")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_during_a_request_exits_130_without_a_traceback(install, project):
+    with FakeEndpoint([{"body": completion("late"), "delay": 30}]) as endpoint:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
+        process = subprocess.Popen([sys.executable, str(install / "agent.py"), "-p", "hi"], cwd=project, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while not endpoint.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Interrupted." in err and "Traceback" not in err and out == ""
