@@ -29,9 +29,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from client import ChatError, Client
+from edits import write_atomically
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
 from toolcalls import BadCall, ToolCall, parse_reply
-from tools import TOOLS, Workspace, check_args, run_tool, write_atomically
+from tools import TOOLS, Workspace, check_args, run_tool
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
@@ -263,9 +264,16 @@ def attempt(session: Session, task: str, print_answer: bool) -> int:
 def repl(session: Session) -> int:
     log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
         "Type a task. /undo reverts the last write; exit, quit or Ctrl-D leaves.")
+    prompt = ""  # piped tasks get no prompt, so stdout holds only the answers
+    if sys.stdin.isatty():
+        prompt = "> "
+        try:
+            import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
+        except ImportError:
+            pass
     while True:
         try:
-            task = input("> ").strip()
+            task = input(prompt).strip()
         except EOFError:
             return 0
         except KeyboardInterrupt:

@@ -20,12 +20,24 @@ import re
 import signal
 import stat
 import subprocess
-import tempfile
 import typing
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from edits import (
+    BINARY_SNIFF_BYTES,
+    BOM,
+    EditRefused,
+    check_still_compiles,
+    decode_for_edit,
+    keep_final_newline,
+    numbered,
+    numbered_excerpt,
+    replace_once,
+    unified_diff,
+    write_atomically,
+)
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -37,7 +49,6 @@ LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
 OUTPUT_MAX_CHARS = 20_000  # run_command output kept (half from the start, half from the end)
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
-BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -92,7 +103,15 @@ class Workspace:
             return
         refusal = self.confirm(kind, title, preview)
         if refusal is not None:
-            raise ToolError(f"Not approved: {title}. {refusal} No changes were made.")
+            raise ToolError(f"Not approved: {title}. {refusal}")
+
+    def write(self, full: Path, data: bytes, mode: int, before: bytes | None) -> None:
+        """Write atomically, and journal the bytes before (None: the file was new) so /undo can restore them."""
+        try:
+            write_atomically(full, data, mode)
+        except OSError as error:
+            raise ToolError(f"could not write {self.relative(full)}: {error.strerror or error}.") from None
+        self.journal.append((full, before))
 
     def redact(self, text: str) -> str:
         """The text with the API key blanked out, so no tool result ever shows it to the model."""
@@ -120,7 +139,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
     data = read_bytes(ws, full, path)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
-    text = decode_bom(data)
+    text = data.removeprefix(BOM)
     notes = []
     try:
         text = text.decode("utf-8")
@@ -143,7 +162,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         size += len(line) + 8
         if shown and size > READ_MAX_BYTES:
             break
-        shown.append(f"{number:>6}\t{line}")
+        shown.append(numbered(number, line))
     last = offset + len(shown) - 1
     if last < len(lines):
         footer = f"(lines {offset}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on)"
@@ -186,25 +205,12 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
         old_str: the exact text to replace, or "" to create a new file.
         new_str: the text to put in its place (the whole content, for a new file).
     """
-    full = ws.resolve(path, writing=True)
     # Models sometimes send CRLF; the file decides the line endings, so work in LF and convert back.
     old, new = old_str.replace("\r\n", "\n"), new_str.replace("\r\n", "\n")
-    if old == "":
-        return create_file(ws, full, path, new)
-    if old == new:
-        raise ToolError("old_str and new_str are identical, so there is nothing to change. No changes were made.")
-    document = load_for_edit(ws, full, path)
-    text, rule, first, last = replace_once(document.text, old, new, path)
-    if document.text.endswith("\n") and text and not text.endswith("\n"):
-        text += "\n"  # the file had a final newline: keep it
-    elif not document.text.endswith("\n") and text.endswith("\n"):
-        text = text[:-1]  # the file had none: do not add one
-    if full.suffix == ".py":
-        check_still_compiles(document.text, text, path)
-    ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
-    write_atomically(full, document.encode(text), stat.S_IMODE(full.stat().st_mode))
-    ws.journal.append((full, document.raw))
-    return f"Edited {path} ({rule}). Lines {first}-{last} now read:\n{numbered_excerpt(text, first, last)}"
+    try:
+        return change_file(ws, path, old, new)
+    except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
+        raise ToolError(f"{refusal} No changes were made.") from None
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
@@ -236,7 +242,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             continue
         n_files += 1
-        for number, line in enumerate(decode_bom(data).decode("utf-8", "replace").splitlines(), 1):
+        for number, line in enumerate(data.removeprefix(BOM).decode("utf-8", "replace").splitlines(), 1):
             if regex.search(line):
                 matches.append(f"{name}:{number}: {line.strip()[:200]}")
     if not matches:
@@ -414,21 +420,44 @@ def suggest_paths(ws: Workspace, path: str) -> str:
     return "Use list_files to see what exists."
 
 
-# --- editing: reading, matching, writing ---
+# --- edit_file's steps (the text work itself is in edits.py) ---
 
 
-@dataclass
-class Document:
-    """A file loaded for editing: its text with LF line endings, and what is needed to write it back."""
+def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
+    full = ws.resolve(path, writing=True)
+    if full.is_dir():
+        raise ToolError(f"{path} is a directory; give the path of a file.")
+    if old == "":
+        return create_file(ws, full, path, new)
+    if not full.exists():
+        raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
+                        f"content as new_str. {suggest_paths(ws, path)}")
+    if old == new:
+        raise ToolError("old_str and new_str are identical, so there is nothing to change.")
+    if full.stat().st_size > EDIT_MAX_BYTES:
+        raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
+                        f"{EDIT_MAX_BYTES:,} bytes.")
+    document = decode_for_edit(full.read_bytes(), path)
+    text, rule, first, last = replace_once(document.text, old, new, path)
+    text = keep_final_newline(document.text, text)
+    if full.suffix == ".py":
+        check_still_compiles(document.text, text, path)
+    ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
+    ws.write(full, document.encode(text), stat.S_IMODE(full.stat().st_mode), before=document.raw)
+    return f"Edited {path} ({rule}). Lines {first}-{last} now read:\n{numbered_excerpt(text, first, last)}"
 
-    raw: bytes  # the file's bytes as found, for the undo journal
-    text: str  # decoded, BOM removed, CRLF turned into LF
-    bom: bool
-    newline: str  # "\r\n" or "\n"
 
-    def encode(self, text: str) -> bytes:
-        data = text.replace("\n", self.newline).encode("utf-8")
-        return b"\xef\xbb\xbf" + data if self.bom else data
+def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
+    if full.exists():
+        raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
+                        "read it and pass the exact text to replace as old_str.")
+    ws.approve("edit", f"create {path}", content)
+    full.parent.mkdir(parents=True, exist_ok=True)
+    umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
+    os.umask(umask)
+    data = content.encode("utf-8")
+    ws.write(full, data, 0o666 & ~umask, before=None)
+    return f"Created {path} ({len(content.splitlines())} lines, {len(data):,} bytes)."
 
 
 def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
@@ -437,238 +466,3 @@ def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
     if not full.exists():
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
     return full.read_bytes()
-
-
-def decode_bom(data: bytes) -> bytes:
-    return data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-
-
-def load_for_edit(ws: Workspace, full: Path, path: str) -> Document:
-    """Read a file that edit_file may change, or refuse with the reason: binary, too big, not UTF-8."""
-    if not full.exists() and not full.is_dir():
-        raise ToolError(f"{path} does not exist. To create it, call edit_file with old_str \"\" and the "
-                        f"whole content as new_str. {suggest_paths(ws, path)} No changes were made.")
-    if full.is_file() and full.stat().st_size > EDIT_MAX_BYTES:
-        raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
-                        f"{EDIT_MAX_BYTES:,} bytes. No changes were made.")
-    raw = read_bytes(ws, full, path)
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-        raise ToolError(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only. "
-                        "No changes were made.")
-    try:
-        text = decode_bom(raw).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ToolError(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so "
-                        "it refuses. Use run_command with a tool that knows the encoding. "
-                        "No changes were made.") from None
-    crlf = text.count("\r\n")
-    if crlf and crlf == text.count("\n") and crlf == text.count("\r"):
-        return Document(raw, text.replace("\r\n", "\n"), raw.startswith(b"\xef\xbb\xbf"), "\r\n")
-    if "\r" in text:
-        # Mixed or old-Mac line endings: converting would rewrite lines the edit did not touch.
-        raise ToolError(f"{path} mixes line endings (CRLF and LF or bare CR); edit_file refuses so as not "
-                        "to rewrite lines you did not ask to change. No changes were made.")
-    return Document(raw, text, raw.startswith(b"\xef\xbb\xbf"), "\n")
-
-
-def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
-    if full.is_dir():
-        raise ToolError(f"{path} is a directory; give a file path. No changes were made.")
-    if full.exists():
-        raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
-                        "read it and pass the exact text to replace as old_str. No changes were made.")
-    ws.approve("edit", f"create {path}", content)
-    full.parent.mkdir(parents=True, exist_ok=True)
-    umask = os.umask(0)
-    os.umask(umask)
-    write_atomically(full, content.encode("utf-8"), 0o666 & ~umask)
-    ws.journal.append((full, None))
-    n_lines = len(content.splitlines())
-    return f"Created {path} ({n_lines} lines, {len(content.encode('utf-8')):,} bytes)."
-
-
-def write_atomically(full: Path, data: bytes, mode: int) -> None:
-    """Write via a temporary file in the same directory and os.replace: the old file or the new, never half."""
-    fd, temporary = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, full)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, int, int]:
-    """Replace the one place `old` matches; returns (new text, rule used, first line, last line changed).
-
-    Rules, in order, each needing a unique match: exact; ignoring trailing whitespace; a uniform
-    indentation offset; tabs versus spaces. Similarity never applies an edit, it only builds the hint.
-    """
-    count = text.count(old)
-    if count == 1:
-        start = text.index(old)
-        first = text.count("\n", 0, start) + 1
-        last = first + new.rstrip("\n").count("\n")
-        return text[:start] + new + text[start + len(old):], "exact match", first, max(first, last)
-    if count > 1:
-        raise ambiguous(path, [text.count("\n", 0, i) + 1 for i in find_all(text, old)], "")
-    lines = text.split("\n")
-    old_lines = old.removesuffix("\n").split("\n")
-    new_body = new.removesuffix("\n") if old.endswith("\n") or new.endswith("\n") else new
-    new_lines = new_body.split("\n") if new_body else []
-    if any(line.strip() for line in old_lines):
-        for rule_name, rule in LINE_RULES:
-            found = [(i, adapt) for i in range(len(lines) - len(old_lines) + 1)
-                     if (adapt := rule(lines[i:i + len(old_lines)], old_lines))]
-            if len(found) > 1:
-                raise ambiguous(path, [i + 1 for i, _ in found], f" when {rule_name}")
-            if found:
-                i, adapt = found[0]
-                replacement = [adapt(line) for line in new_lines]
-                text = "\n".join(lines[:i] + replacement + lines[i + len(old_lines):])
-                return text, rule_name, i + 1, max(i + 1, i + len(replacement))
-    raise ToolError(not_found_message(text, old, new, path))
-
-
-def find_all(text: str, part: str) -> Iterator[int]:
-    start = text.find(part)
-    while start != -1:
-        yield start
-        start = text.find(part, start + 1)
-
-
-def ambiguous(path: str, line_numbers: list[int], how: str) -> ToolError:
-    where = ", ".join(map(str, line_numbers[:20]))
-    return ToolError(f"old_str matches {len(line_numbers)} places in {path}{how} (lines {where}). Include more "
-                     "surrounding lines in old_str so that it matches one place only. No changes were made.")
-
-
-def leading(line: str) -> str:
-    return line[: len(line) - len(line.lstrip(" \t"))]
-
-
-def same_ignoring_trailing(window: list[str], old_lines: list[str]):
-    """Rule: lines equal once trailing whitespace is dropped. new_str is written as given."""
-    if all(a.rstrip() == b.rstrip() for a, b in zip(window, old_lines)):
-        return lambda line: line
-    return None
-
-
-def same_with_indent_offset(window: list[str], old_lines: list[str]):
-    """Rule: every non-blank line differs by the same extra (or missing) indentation; re-indent new_str."""
-    offsets = set()
-    for have, want in zip(window, old_lines):
-        if not want.strip():
-            if have.strip():
-                return None
-            continue
-        if have.strip() != want.strip():
-            return None
-        have_lead, want_lead = leading(have), leading(want)
-        if have_lead.endswith(want_lead):
-            offsets.add(("add", have_lead[: len(have_lead) - len(want_lead)]))
-        elif want_lead.endswith(have_lead):
-            offsets.add(("remove", want_lead[: len(want_lead) - len(have_lead)]))
-        else:
-            return None
-    if len(offsets) != 1:
-        return None
-    direction, pad = offsets.pop()
-    if not pad:
-        return None
-    if direction == "add":
-        return lambda line: pad + line if line.strip() else line
-    return lambda line: line.removeprefix(pad) if line.startswith(pad) else line.lstrip(" \t")
-
-
-def same_with_other_tabs(window: list[str], old_lines: list[str]):
-    """Rule: leading indentation matches once tabs are expanded; new_str is re-indented in the file's style."""
-    for size in (4, 8, 2):
-        if all(expand_indent(a, size) == expand_indent(b, size) for a, b in zip(window, old_lines)):
-            file_uses_tabs = any("\t" in leading(line) for line in window)
-            return lambda line: restyle_indent(line, size, file_uses_tabs)
-    return None
-
-
-def expand_indent(line: str, size: int) -> str:
-    line = line.rstrip()
-    lead = leading(line)
-    return " " * len(lead.expandtabs(size)) + line[len(lead):]
-
-
-def restyle_indent(line: str, size: int, tabs: bool) -> str:
-    lead = leading(line)
-    width = len(lead.expandtabs(size))
-    return ("\t" * (width // size) + " " * (width % size) if tabs else " " * width) + line[len(lead):]
-
-
-LINE_RULES = [
-    ("ignoring trailing whitespace", same_ignoring_trailing),
-    ("with the indentation shifted", same_with_indent_offset),
-    ("with tabs and spaces in the indentation converted", same_with_other_tabs),
-]
-
-
-def not_found_message(text: str, old: str, new: str, path: str) -> str:
-    """Why old_str did not match: the closest lines in the file, numbered, and a diagnosis when one applies."""
-    lines = text.split("\n")
-    old_lines = old.removesuffix("\n").split("\n")
-    message = [f"old_str was not found in {path}."]
-    if new.strip() and new in text:
-        line = text.count("\n", 0, text.index(new)) + 1
-        message.append(f"new_str is already present (line {line}): the edit may already be applied.")
-    if all(re.match(r"\s*\d+\t", line) for line in old_lines if line.strip()):
-        message.append("old_str starts its lines with line numbers from read_file; they are not part of the file.")
-    file_tabs = any(leading(line).startswith("\t") for line in lines)
-    old_tabs = any(leading(line).startswith("\t") for line in old_lines)
-    file_spaces = any(leading(line).startswith(" ") for line in lines)
-    if old_tabs != file_tabs and (file_tabs or file_spaces):
-        style = "tabs" if file_tabs else "spaces"
-        message.append(f"The file indents with {style}, old_str does not.")
-    anchor = next((line.strip() for line in old_lines if line.strip()), "")
-    best, best_score = None, 0.0
-    for number, line in enumerate(lines):
-        matcher = difflib.SequenceMatcher(None, line.strip(), anchor, autojunk=False)
-        if matcher.real_quick_ratio() > best_score and matcher.quick_ratio() > best_score:
-            score = matcher.ratio()
-            if score > best_score:
-                best, best_score = number, score
-    if best is not None and best_score >= 0.5:
-        window = lines[best:best + len(old_lines)]
-        if any(a.rstrip() != a for a in window) and [a.rstrip() for a in window] != old_lines:
-            message.append("Some of these lines end with spaces or tabs.")
-        message.append("The closest lines in the file are:\n" + numbered_excerpt(text, best + 1,
-                                                                                   best + len(old_lines), 0))
-    message.append("Copy old_str exactly from read_file output (without the line numbers). No changes were made.")
-    return "\n".join(message)
-
-
-def numbered_excerpt(text: str, first: int, last: int, context: int = 3) -> str:
-    """Lines first..last of text (1-based), with `context` lines either side, numbered like read_file."""
-    lines = text.split("\n")
-    start, end = max(1, first - context), min(len(lines), last + context)
-    return "\n".join(f"{n:>6}\t{lines[n - 1]}" for n in range(start, end + 1))
-
-
-def unified_diff(before: str, after: str, path: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                        f"a/{path}", f"b/{path}"))
-
-
-def check_still_compiles(before: str, after: str, path: str) -> None:
-    """Refuse a Python edit that breaks a file which compiled before it."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # SyntaxWarnings from the user's code are not ours to print
-        try:
-            compile(before, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return  # already broken: the edit may be the fix
-        try:
-            compile(after, path, "exec", dont_inherit=True)
-        except SyntaxError as error:
-            raise ToolError(f"Edit not applied: {path} would no longer compile: line {error.lineno}, column "
-                            f"{error.offset}: {error.msg}. Fix new_str and resend. No changes were made.") from None

@@ -40,8 +40,8 @@ def one_session() -> dict:
     with tempfile.TemporaryDirectory() as temp:
         install, project = Path(temp, "install"), Path(temp, "project")
         install.mkdir(), project.mkdir()
-        for name in ["agent.py", "client.py", "tools.py", "prompt.py", "toolcalls.py"]:
-            shutil.copy(ROOT / name, install / name)
+        for source in ROOT.glob("*.py"):
+            shutil.copy(source, install / source.name)
         (project / "app.py").write_text("def add(a, b):\n    return a - b\n" + "".join(
             f"\n\ndef helper_{n}(x):\n    return x * {n}\n" for n in range(40)))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}

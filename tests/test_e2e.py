@@ -13,7 +13,6 @@ import pytest
 from fake_endpoint import FakeEndpoint, completion
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ["agent.py", "client.py", "tools.py", "prompt.py", "toolcalls.py"]
 KEY = "sk-e2e-secret-0123456789"
 
 
@@ -22,8 +21,8 @@ def install(tmp_path):
     """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
     home = tmp_path / "install"
     home.mkdir()
-    for name in SOURCES:
-        shutil.copy(ROOT / name, home / name)
+    for source in ROOT.glob("*.py"):  # the program is every module at the top level
+        shutil.copy(source, home / source.name)
     return home
 
 
@@ -156,3 +155,38 @@ def test_ctrl_c_during_a_request_exits_130_without_a_traceback(install, project)
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=20)
     assert process.returncode == 130 and "Interrupted." in err and "Traceback" not in err and out == ""
+
+
+def start_repl(install, project, endpoint):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+    env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, "PYTHONUNBUFFERED": "1"})
+    process = subprocess.Popen([sys.executable, str(install / "agent.py")], cwd=project, env=env, text=True,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    banner = process.stderr.readline() + process.stderr.readline()
+    assert "Type a task" in banner
+    return process
+
+
+def test_ctrl_c_at_the_repl_prompt_leaves_cleanly(install, project):
+    with FakeEndpoint([]) as endpoint:
+        process = start_repl(install, project, endpoint)
+        time.sleep(0.3)  # let it reach input()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 130 and "Traceback" not in err
+
+
+def test_ctrl_c_during_a_repl_task_returns_to_the_prompt(install, project):
+    with FakeEndpoint([{"body": completion("too late"), "delay": 30}, "Second answer."]) as endpoint:
+        process = start_repl(install, project, endpoint)
+        process.stdin.write("slow task\n")
+        process.stdin.flush()
+        deadline = time.monotonic() + 20
+        while not endpoint.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate("next task\nexit\n", timeout=20)
+    assert process.returncode == 0 and "Interrupted." in err and "Traceback" not in err
+    assert out.endswith("Second answer.\n")
+    contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
+    assert contents == ["slow task", "(The user interrupted that task.)", "next task"]
