@@ -1,6 +1,6 @@
 # /// script
 # requires-python = ">=3.11"
-# dependencies = ["requests>=2.31", "python-dotenv>=1.0"]
+# dependencies = ["requests>=2.32", "urllib3>=2.3", "python-dotenv>=1.0"]
 # ///
 """plainagent: a coding agent in plain Python, talking plain HTTP to any OpenAI-compatible endpoint.
 
@@ -82,7 +82,7 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> tuple[list[s
             break
         log(f"→ {call.name}({describe_args(call.args)})")
         result = run_tool(session.workspace, call.name, call.args)
-        log(f"  {'ok' if result.ok else 'error'}: {result.output.splitlines()[0] if result.output else ''}"[:200])
+        log(f"  {'ok' if result.ok else 'error'}: {summarize(result.output)}")
         results.append(render_result(call.name, result.ok, result.output))
         n_ran += 1
     return results, n_ran
@@ -118,6 +118,13 @@ def describe_args(args: dict) -> str:
     """A call's arguments on one short line, for the activity log."""
     text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+def summarize(output: str) -> str:
+    """A result's first line, and how many more there are, for the activity log."""
+    lines = output.splitlines() or [""]
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return lines[0][:150] + more
 
 
 def log(line: str) -> None:
@@ -253,7 +260,7 @@ def attempt(session: Session, task: str, print_answer: bool) -> int:
         session.messages.append({"role": "user", "content": "(The user interrupted that task.)"})
         return 130
     except (ChatError, TaskStopped) as error:
-        log(f"plainagent: {error}")
+        log(f"plainagent: {session.workspace.redact(str(error))}")  # a server may echo the key back
         return 1
     print(answer, flush=True)
     tokens = session.tokens
@@ -275,6 +282,7 @@ def repl(session: Session) -> int:
         try:
             task = input(prompt).strip()
         except EOFError:
+            print(file=sys.stderr)  # end the prompt's line before the shell's
             return 0
         except KeyboardInterrupt:
             print(file=sys.stderr)

@@ -266,7 +266,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
     timeout = max(1, min(timeout, COMMAND_MAX_TIMEOUT))
-    ws.approve("command", f"run: {command}", command)
+    ws.approve("command", "run this command", f"$ {command}")
     # The child gets the user's environment minus the API key; its own session (process group), so a
     # timeout can kill everything it started, not only the shell.
     env = {name: value for name, value in os.environ.items()

@@ -91,6 +91,12 @@ def test_a_bad_key_is_one_line_and_exit_1(install, project):
     assert "check OPENAI_API_KEY" in lines[0] and "Traceback" not in done.stderr
 
 
+def test_a_server_echoing_the_key_does_not_get_it_printed(install, project):
+    with FakeEndpoint([{"status": 401, "body": {"error": {"message": f"bad key {KEY}"}}}]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi")
+    assert done.returncode == 1 and KEY not in done.stderr and "bad key [REDACTED]" in done.stderr
+
+
 def test_no_server_is_one_line_and_exit_1(install, project):
     with FakeEndpoint([]) as endpoint:
         pass  # closed: nothing listens on its port any more

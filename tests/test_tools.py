@@ -432,7 +432,7 @@ def test_new_files_and_commands_are_previewed(ws):
     ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
     edit(ws, "new.txt", "", "content\n")
     run(ws, "run_command", command="echo hi")
-    assert asked == [("edit", "create new.txt", "content\n"), ("command", "run: echo hi", "echo hi")]
+    assert asked == [("edit", "create new.txt", "content\n"), ("command", "run this command", "$ echo hi")]
 
 
 def test_a_declined_command_does_not_run(ws):
