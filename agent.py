@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dotenv import dotenv_values
+
 from client import ChatError, Client
 from edits import write_atomically
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
@@ -52,11 +54,12 @@ def run_task(session: Session, task: str) -> str:
         parsed = parse_reply(reply.text, list(TOOLS), reply.finish_reason)
         messages.append({"role": "assistant", "content": parsed.text})
         if not parsed.calls:
-            if reply.finish_reason == "length":
-                log("(the reply was cut off at the model's output limit)")
+            if reply.finish_reason == "length" or not parsed.text.strip():
+                log(f"(the model's reply was {'cut off at its output limit' if parsed.text.strip() else 'empty'})")
             return parsed.text
         results, n_ran = run_calls(session, parsed.calls)
-        n_format_errors = 0 if n_ran or not any(isinstance(c, BadCall) for c in parsed.calls) else n_format_errors + 1
+        unreadable = n_ran == 0 and any(isinstance(call, BadCall) for call in parsed.calls)
+        n_format_errors = n_format_errors + 1 if unreadable else 0
         if n_format_errors >= MAX_FORMAT_ERRORS:
             raise TaskStopped(FORMAT_LIMIT.format(n=n_format_errors))
         messages.append({"role": "user", "content": render_results(results, parsed.notes)})
@@ -157,8 +160,6 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
 
 def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path) -> Config:
     """Settings by precedence: flag > environment > .env in the current directory > .env next to agent.py."""
-    from dotenv import dotenv_values  # here, not at the top, so `--help` works before anything is installed
-
     env_files = [path for path in (script_dir / ".env", cwd / ".env") if path.is_file()]
     settings: dict[str, str] = {}
     for path in dict.fromkeys(env_files):  # later files win; dotenv_values leaves os.environ alone
@@ -248,10 +249,10 @@ def main(argv: list[str] | None = None) -> int:
         task = sys.stdin.read() if args.prompt == "-" else args.prompt
     except KeyboardInterrupt:
         return 130
-    return attempt(session, task, print_answer=True)
+    return attempt(session, task)
 
 
-def attempt(session: Session, task: str, print_answer: bool) -> int:
+def attempt(session: Session, task: str) -> int:
     """Run a task and report how it ended, in one line: the one place the loop's endings are caught."""
     try:
         answer = run_task(session, task)
@@ -292,7 +293,7 @@ def repl(session: Session) -> int:
         if task == "/undo":
             log(undo(session.workspace))
         elif task:
-            attempt(session, task, print_answer=True)
+            attempt(session, task)
 
 
 def undo(workspace: Workspace) -> str:

@@ -147,7 +147,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         text = text.decode("utf-8", errors="replace")
         notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
                      "will refuse this file")
-    lines = text.splitlines()
+    lines = split_lines(text)
     if not lines:
         return f"({path} is empty)"
     if offset < 1 or offset > len(lines):
@@ -242,7 +242,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             continue
         n_files += 1
-        for number, line in enumerate(data.removeprefix(BOM).decode("utf-8", "replace").splitlines(), 1):
+        for number, line in enumerate(split_lines(data.removeprefix(BOM).decode("utf-8", "replace")), 1):
             if regex.search(line):
                 matches.append(f"{name}:{number}: {line.strip()[:200]}")
     if not matches:
@@ -277,7 +277,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
         output, _ = process.communicate(timeout=timeout)
         status = f"exit code {process.returncode}"
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process)
         try:
             output, _ = process.communicate(timeout=5)
         except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe open
@@ -285,7 +285,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
             output = b""
         status = f"killed after {timeout} s (timeout); the output so far"
     except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process)
         raise
     text = output.decode("utf-8", errors="replace")
     if len(text) > OUTPUT_MAX_CHARS:
@@ -293,6 +293,21 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
         dropped = len(text) - 2 * half
         text = f"{text[:half]}\n[... {dropped:,} characters dropped ...]\n{text[-half:]}"
     return f"{status}:\n{text}" if text else f"{status}; no output"
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """Kill the command and everything it started (it leads its own process group)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # it ended on its own meanwhile
+        pass
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as edit_file counts them: split on LF (or CRLF) only. str.splitlines also splits on form feeds
+    and other separators, which would make read_file's line numbers disagree with edit_file's."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 # name -> function; the order here is the order the prompt lists them in

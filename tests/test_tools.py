@@ -133,6 +133,13 @@ def test_read_file_crlf_and_bom_are_shown_as_text(ws):
     assert run(ws, "read_file", path="win.txt").output == "     1\tone\n     2\ttwo\n(lines 1-2 of 2; end of file)"
 
 
+def test_read_file_counts_lines_as_edit_file_does(ws):
+    """A form feed (common in old Python sources) is not a line break: numbers must match edit results."""
+    write(ws, "a.py", b"x = 1\n\x0c\ny = 2\n")
+    assert run(ws, "read_file", path="a.py").output.split("\n")[2] == "     3\ty = 2"
+    assert "     3\ty = 3" in run(ws, "edit_file", path="a.py", old_str="y = 2", new_str="y = 3").output
+
+
 def test_read_file_refuses_binary_with_its_size(ws):
     write(ws, "logo.png", b"\x89PNG\r\n\x1a\n\0\0\0" + b"x" * 1000)
     result = run(ws, "read_file", path="logo.png")
