@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 
 # Statuses worth another try: the request may well succeed a moment later. 400/401/403/404/422 never do.
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -135,12 +136,19 @@ class Client:
         give_up_at = time.monotonic() + self.deadline
         response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
         chunks = []
-        # read1 returns whatever has arrived, so a server that drips bytes forever meets the deadline.
-        while chunk := response.raw.read1(65536):
-            chunks.append(chunk)
-            if time.monotonic() > give_up_at:
-                response.close()
-                raise requests.Timeout(f"no complete response within {self.deadline:g} s")
+        try:
+            # read1 returns whatever has arrived, so a server that drips bytes forever meets the deadline.
+            while chunk := response.raw.read1(65536):
+                chunks.append(chunk)
+                if time.monotonic() > give_up_at:
+                    response.close()
+                    raise requests.Timeout(f"no complete response within {self.deadline:g} s")
+        # Reading `raw` ourselves means urllib3's errors reach us unwrapped; give them requests' names,
+        # as requests' own iter_content would.
+        except urllib3.exceptions.ReadTimeoutError:
+            raise requests.Timeout(f"no data for {self.timeout[1]:g} s while reading the response") from None
+        except urllib3.exceptions.HTTPError as error:
+            raise requests.exceptions.ChunkedEncodingError(error) from None
         # Hand requests the body we read, then return the connection to the pool for the next call.
         response._content, response._content_consumed = b"".join(chunks), True
         response.close()
@@ -265,11 +273,13 @@ def snippet(text: str, limit: int = 200) -> str:
 
 def short_reason(error: Exception) -> str:
     """'timed out' or 'connection failed', for progress lines."""
-    return "timed out" if isinstance(error, requests.Timeout) else "connection failed"
+    return "timed out" if isinstance(error, requests.Timeout) else "connection failed"  # (or broke)
 
 
 def describe_connection_error(error: Exception, url: str) -> str:
     """One line for a request that never got a response."""
     if isinstance(error, requests.Timeout):
-        return f"Timed out talking to {url}: {error}. Is the server overloaded? Try again, or raise the timeout."
+        return f"Timed out talking to {url}: {str(error).rstrip('.')}. Is the server overloaded? Try again later."
+    if isinstance(error, requests.exceptions.ChunkedEncodingError):
+        return f"The connection to {url} broke before the whole response arrived. Try again."
     return f"Could not connect to {url}: is the server running and OPENAI_BASE_URL right?"

@@ -292,3 +292,34 @@ def test_a_server_that_drips_bytes_forever_hits_the_overall_deadline():
         client.chat(MESSAGES)
     assert time.monotonic() - started < 3
     listener.close()
+
+
+def serve_once(reply: bytes, then_wait: float):
+    """A raw socket server that answers one request with `reply` bytes, waits, then hangs up."""
+    import socket
+    import threading
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer():
+        connection, _ = listener.accept()
+        connection.recv(65536)
+        connection.sendall(reply)
+        time.sleep(then_wait)
+        connection.close()
+        listener.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+@pytest.mark.parametrize("then_wait, message", [
+    (2.0, "Timed out talking to"),  # headers, then silence past the read timeout
+    (0.0, "The connection to .* broke before the whole response arrived"),  # headers, then a hang-up
+])
+def test_failures_while_reading_the_body_are_one_line(then_wait, message):
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"choices\": ["
+    client, _ = make_client(base_url=serve_once(head, then_wait), read_timeout=0.3, max_retries=0)
+    with pytest.raises(ChatError, match=message):
+        client.chat(MESSAGES)
