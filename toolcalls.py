@@ -67,8 +67,7 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     parsed = ParsedReply(text)
     position = 0
     while position < len(text):
-        line_end = text.find("\n", position)
-        line_end = len(text) if line_end == -1 else line_end
+        line_end = end_of_line(text, position)
         line = text[position:line_end]
         if INVENTED_TURN.match(line):
             parsed.text = text[:position].rstrip()
@@ -78,9 +77,10 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
         if CALL_LINE.match(line):
             call, end = read_call(text, position, tool_names, finish_reason)
             parsed.calls.append(call)
-            line_end = max(line_end, text.find("\n", end) if text.find("\n", end) != -1 else len(text))
+            line_end = max(line_end, end_of_line(text, end))  # a call's JSON may run over several lines
         elif bare := bare_call(line, tool_names):
-            parsed.calls.append(BadCall(f"The line {bare!r} looks like a call without the `tool:` prefix.", bare))
+            parsed.calls.append(BadCall(f"A line starts with {bare}( but not with `tool:`, so it was not run "
+                                        f"as a call. Write it as tool: {bare}({{...}}).", bare))
         position = line_end + 1
     if not parsed.calls:
         if problem := unplaced_call(parsed.text, tool_names):
@@ -187,6 +187,12 @@ def matching_paren(text: str, open_at: int) -> int | None:
                 return position if char == ")" else None
         position += 1
     return None
+
+
+def end_of_line(text: str, position: int) -> int:
+    """Index of the newline ending the line that holds `position`, or the end of the text."""
+    end = text.find("\n", position)
+    return len(text) if end == -1 else end
 
 
 def skip_space(text: str, position: int) -> int:

@@ -101,7 +101,7 @@ REFUSED = [  # (id, reply, fragment of the problem)
     ("no parenthesis", "tool: read_file a.py", "starts with tool: but not with a tool name and '('"),
     ("unescaped inner quotes are not guessed", 'tool: edit_file({"path": "a.py", "old_str": "say "hi"", "new_str": "x"})',
      "not valid JSON"),
-    ("bare call", 'read_file({"path": "a.py"})', "looks like a call without the `tool:` prefix"),
+    ("bare call", 'read_file({"path": "a.py"})', "A line starts with read_file( but not with `tool:`"),
     ("json style", '{"name": "read_file", "arguments": {"path": "a.py"}}', "JSON or XML function call"),
     ("xml style", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>', "JSON or XML"),
     ("mid-sentence only", 'I will now call tool: read_file({"path": "a.py"}) to look.', "must start its own line"),
