@@ -24,7 +24,8 @@ CALL_HEAD = re.compile(PREFIX + r"tool:[ \t]*([A-Za-z_][\w.-]*)[ \t]*\(", re.IGN
 INVENTED_TURN = re.compile(PREFIX + r"(?:tool_result\s*\(|<tool_result>|User:|Human:|Observation:)", re.IGNORECASE)
 MENTION = re.compile(r"tool:[ \t]*([A-Za-z_]\w*)[ \t]*\(", re.IGNORECASE)
 JSON_STYLE = re.compile(r'<tool_call>|<function_call|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"')
-THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL)
+THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+UNCLOSED_THINK = re.compile(r"\A\s*<think>.*", re.DOTALL)  # a reply cut off while still reasoning
 CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
 LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrt]|u[0-9a-fA-F]{4})')
 
@@ -60,7 +61,7 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     [ToolCall(name='read_file', args={'path': 'a.py'}, repair=None)]
     """
     text = reply.replace("\r\n", "\n").replace("\r", "\n")
-    text = THINK_BLOCK.sub("", text)
+    text = UNCLOSED_THINK.sub("", THINK_BLOCK.sub("", text))
     if "</think>" in text:  # a reasoning block whose opening tag the server stripped
         text = text.split("</think>", 1)[1]
     text = text.strip("\n")

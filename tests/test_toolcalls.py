@@ -83,6 +83,9 @@ ANSWERS = [  # replies that are final answers: no call, no complaint
     "```python\nprint(read_file('a.py'))\n```",
     "I fixed it. The tools I used were read_file and edit_file.",
     "The config says\ntool_choice: auto\nwhich is fine.",
+    "Send the header\nX-User: bob\nand it works.",  # not a continuation marker: it does not start the line
+    "Human-readable output is best.\nObservations: none.",
+    "Reasoning done.\nThe <think> tag is what DeepSeek emits.",
 ]
 
 
@@ -128,9 +131,15 @@ def test_invented_continuations_are_cut_and_reported(marker):
     assert any("discarded" in note for note in parsed.notes)
 
 
-def test_history_text_has_no_think_block():
-    parsed = parse_reply("<think>secret plan</think>\nThe answer is 4.", NAMES)
-    assert parsed.text == "The answer is 4."
+@pytest.mark.parametrize("reply, kept", [
+    ("<think>secret plan</think>\nThe answer is 4.", "The answer is 4."),
+    ("plan without an opening tag</think>\nThe answer is 4.", "The answer is 4."),
+    ("<think>cut off while reasoning, tool: list_files()", ""),
+    ("Reasoning done.\nThe <think> tag is what DeepSeek emits.", "Reasoning done.\nThe <think> tag is what DeepSeek emits."),
+])
+def test_history_text_drops_reasoning_only(reply, kept):
+    parsed = parse_reply(reply, NAMES)
+    assert parsed.text == kept and parsed.calls == []
 
 
 def test_a_continuation_marker_inside_a_call_argument_is_not_a_cut():
