@@ -43,6 +43,7 @@ from edits import (
 
 READ_MAX_LINES = 400  # lines per read_file call: ~10k tokens at most, fits small local context windows
 READ_MAX_BYTES = 40_000  # bytes per read_file call, for files with very long lines
+READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
 LIST_MAX_ENTRIES = 400  # entries per list_files call
@@ -82,6 +83,8 @@ class Workspace:
         """The real path of `path` (relative to the root, or absolute inside it), or a ToolError."""
         if not path.strip():
             raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
+        if "\0" in path:
+            raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
         full = (self.root / path).resolve()  # follows symlinks, so a link cannot lead outside unnoticed
         if full != self.root and not full.is_relative_to(self.root):
             raise ToolError(f"{path} is outside the workspace {self.root}; only paths inside it can be used.")
@@ -136,6 +139,9 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         limit: how many lines to show, at most 400.
     """
     full = ws.resolve(path)
+    if full.is_file() and full.stat().st_size > READ_MAX_FILE_BYTES:
+        raise ToolError(f"{path} is {full.stat().st_size:,} bytes, too big to load; use run_command with head, "
+                        "tail or grep to look at parts of it.")
     data = read_bytes(ws, full, path)
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
@@ -236,8 +242,8 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
         name = ws.relative(file)
         if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(file.name, glob)):
             continue
-        if is_secret(file.name) or file.stat().st_size > EDIT_MAX_BYTES:
-            continue
+        if not file.is_file() or is_secret(file.name) or file.stat().st_size > EDIT_MAX_BYTES:
+            continue  # pipes and devices would block; huge files are logs and data, not code
         data = file.read_bytes()
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             continue
@@ -452,7 +458,7 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
     if full.stat().st_size > EDIT_MAX_BYTES:
         raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
-    document = decode_for_edit(full.read_bytes(), path)
+    document = decode_for_edit(read_bytes(ws, full, path), path)
     text, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, text)
     if full.suffix == ".py":
@@ -476,8 +482,11 @@ def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
 
 
 def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
+    """A regular file's bytes, or a ToolError for a directory, a missing file, a pipe or a device."""
     if full.is_dir():
         raise ToolError(f"{path} is a directory; use list_files to see what is in it.")
     if not full.exists():
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
+    if not full.is_file():  # opening a FIFO would wait for a writer forever
+        raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be read.")
     return full.read_bytes()

@@ -169,6 +169,26 @@ def test_read_file_offset_past_the_end(ws):
     assert "outside a.txt, which has 2 lines" in run(ws, "read_file", path="a.txt", offset=5).output
 
 
+def test_special_files_are_refused_not_waited_on(ws):
+    """Opening a FIFO blocks until a writer comes: the tools must not hang on one."""
+    os.mkfifo(ws.root / "pipe")
+    write(ws, "a.txt", b"needle\n")
+    assert "not a regular file" in run(ws, "read_file", path="pipe").output
+    assert "not a regular file" in run(ws, "edit_file", path="pipe", old_str="a", new_str="b").output
+    assert run(ws, "search_files", pattern="needle").output == "a.txt:1: needle"
+
+
+def test_a_nul_in_a_path_is_a_clear_error(ws):
+    result = run(ws, "read_file", path="a\0b")
+    assert not result.ok and result.output.startswith("path contains a NUL character")
+
+
+def test_read_file_refuses_huge_files_with_advice(ws, monkeypatch):
+    monkeypatch.setattr(tools, "READ_MAX_FILE_BYTES", 100)
+    write(ws, "big.log", b"x\n" * 100)
+    assert "use run_command with head, tail or grep" in run(ws, "read_file", path="big.log").output
+
+
 def test_read_file_empty(ws):
     write(ws, "empty.txt", b"")
     assert run(ws, "read_file", path="empty.txt").output == "(empty.txt is empty)"
