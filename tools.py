@@ -20,6 +20,7 @@ import re
 import signal
 import stat
 import subprocess
+import threading
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
 LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
-OUTPUT_MAX_CHARS = 20_000  # run_command output kept (half from the start, half from the end)
+OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
@@ -279,26 +280,46 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
            if name != "OPENAI_API_KEY" and not (ws.secret and ws.secret in value)}
     process = subprocess.Popen(command, shell=True, cwd=ws.root, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    output = HeadAndTail(OUTPUT_MAX_BYTES)
+    # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
+    reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
+    reader.start()
     try:
-        output, _ = process.communicate(timeout=timeout)
+        process.wait(timeout=timeout)
         status = f"exit code {process.returncode}"
     except subprocess.TimeoutExpired:
         kill_group(process)
-        try:
-            output, _ = process.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe open
-            process.stdout.close()
-            output = b""
+        process.wait()
         status = f"killed after {timeout} s (timeout); the output so far"
     except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
         kill_group(process)
         raise
-    text = output.decode("utf-8", errors="replace")
-    if len(text) > OUTPUT_MAX_CHARS:
-        half = OUTPUT_MAX_CHARS // 2
-        dropped = len(text) - 2 * half
-        text = f"{text[:half]}\n[... {dropped:,} characters dropped ...]\n{text[-half:]}"
+    reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
+    text = output.text()
     return f"{status}:\n{text}" if text else f"{status}; no output"
+
+
+class HeadAndTail:
+    """A command's output, bounded: the first and last `limit // 2` bytes, and a count of those between."""
+
+    def __init__(self, limit: int):
+        self.half = limit // 2
+        self.head, self.tail, self.n_dropped = bytearray(), bytearray(), 0
+
+    def read_all(self, stream) -> None:
+        while chunk := stream.read1(65536):
+            room = self.half - len(self.head)
+            self.head += chunk[:room]
+            self.tail += chunk[max(room, 0):]
+            if len(self.tail) > self.half:
+                self.n_dropped += len(self.tail) - self.half
+                del self.tail[: len(self.tail) - self.half]
+
+    def text(self) -> str:
+        if not self.n_dropped:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        return (f"{self.head.decode('utf-8', errors='replace')}\n[... {self.n_dropped:,} bytes dropped ...]\n"
+                f"{self.tail.decode('utf-8', errors='replace')}")
 
 
 def kill_group(process: subprocess.Popen) -> None:

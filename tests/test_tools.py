@@ -512,7 +512,14 @@ def test_run_command_runs_in_the_workspace(ws):
 def test_run_command_cuts_long_output_to_head_and_tail(ws):
     result = run(ws, "run_command", command=f"{sys.executable} -c \"print('a' * 30000 + 'END')\"")
     assert result.output.startswith("exit code 0:\naaaa") and result.output.endswith("aEND\n")
-    assert "[... 10,004 characters dropped ...]" in result.output
+    assert "[... 10,004 bytes dropped ...]" in result.output
+
+
+def test_run_command_output_is_bounded_while_it_runs(ws):
+    """`yes` writes without end: only the head and tail are kept, and the timeout still ends it."""
+    result = run(ws, "run_command", command="yes", timeout=1)
+    assert result.output.startswith("killed after 1 s (timeout); the output so far:\ny\ny\n")
+    assert len(result.output) < tools.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in result.output
 
 
 def test_run_command_timeout_kills_the_whole_process_group(ws):
