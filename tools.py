@@ -194,11 +194,7 @@ def list_files(ws: Workspace, path: str = ".") -> str:
     entries = [ws.relative(entry) + ("/" if is_dir else "") for entry, is_dir in found]
     if not entries:
         return f"({path} is empty)"
-    more = len(entries) - LIST_MAX_ENTRIES
-    shown = entries[:LIST_MAX_ENTRIES]
-    if more > 0:
-        shown.append(f"... and {more} more entries (list a subdirectory to see them)")
-    return "\n".join(shown)
+    return capped(entries, LIST_MAX_ENTRIES, "entries (list a subdirectory to see them)")
 
 
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
@@ -254,11 +250,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
                 matches.append(f"{name}:{number}: {line.strip()[:200]}")
     if not matches:
         return f"No matches for {pattern!r} in {path} ({n_files} files searched)."
-    more = len(matches) - SEARCH_MAX_MATCHES
-    shown = matches[:SEARCH_MAX_MATCHES]
-    if more > 0:
-        shown.append(f"... and {more} more matches (narrow the pattern, path or glob)")
-    return "\n".join(shown)
+    return capped(matches, SEARCH_MAX_MATCHES, "matches (narrow the pattern, path or glob)")
 
 
 def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
@@ -320,6 +312,13 @@ class HeadAndTail:
             return (self.head + self.tail).decode("utf-8", errors="replace")
         return (f"{self.head.decode('utf-8', errors='replace')}\n[... {self.n_dropped:,} bytes dropped ...]\n"
                 f"{self.tail.decode('utf-8', errors='replace')}")
+
+
+def capped(lines: list[str], limit: int, rest: str) -> str:
+    """The first `limit` lines, then one saying how many more there are and how to see them."""
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more {rest}"]
+    return "\n".join(lines)
 
 
 def kill_group(process: subprocess.Popen) -> None:

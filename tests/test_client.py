@@ -264,54 +264,41 @@ def test_a_server_that_never_answers_hits_the_deadline():
     listener.close()
 
 
-def test_a_server_that_drips_bytes_forever_hits_the_overall_deadline():
-    """Each byte arrives within the read timeout, so only the per-request deadline can end this."""
+def serve_once(respond) -> str:
+    """A raw socket server: it accepts one connection, reads the request, and hands the socket to `respond`."""
     import socket
     import threading
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
 
-    def drip():
+    def serve():
         connection, _ = listener.accept()
         connection.recv(65536)
-        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
         try:
-            for _ in range(100):
-                connection.sendall(b" ")
-                time.sleep(0.05)
-        except OSError:
+            respond(connection)
+        except OSError:  # the client gave up and closed the connection
             pass
         connection.close()
+        listener.close()
 
-    threading.Thread(target=drip, daemon=True).start()
-    client, _ = make_client(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", read_timeout=1,
-                            deadline=0.5, max_retries=0)
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+def test_a_server_that_drips_bytes_forever_hits_the_overall_deadline():
+    """Each byte arrives within the read timeout, so only the per-request deadline can end this."""
+    def drip(connection):
+        connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        for _ in range(100):
+            connection.sendall(b" ")
+            time.sleep(0.05)
+
+    client, _ = make_client(base_url=serve_once(drip), read_timeout=1, deadline=0.5, max_retries=0)
     started = time.monotonic()
     with pytest.raises(ChatError, match="no complete response within 0.5 s"):
         client.chat(MESSAGES)
     assert time.monotonic() - started < 3
-    listener.close()
-
-
-def serve_once(reply: bytes, then_wait: float):
-    """A raw socket server that answers one request with `reply` bytes, waits, then hangs up."""
-    import socket
-    import threading
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-
-    def answer():
-        connection, _ = listener.accept()
-        connection.recv(65536)
-        connection.sendall(reply)
-        time.sleep(then_wait)
-        connection.close()
-        listener.close()
-
-    threading.Thread(target=answer, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
 
 
 @pytest.mark.parametrize("then_wait, message", [
@@ -320,6 +307,11 @@ def serve_once(reply: bytes, then_wait: float):
 ])
 def test_failures_while_reading_the_body_are_one_line(then_wait, message):
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{\"choices\": ["
-    client, _ = make_client(base_url=serve_once(head, then_wait), read_timeout=0.3, max_retries=0)
+
+    def start_then_stop(connection):
+        connection.sendall(head)
+        time.sleep(then_wait)
+
+    client, _ = make_client(base_url=serve_once(start_then_stop), read_timeout=0.3, max_retries=0)
     with pytest.raises(ChatError, match=message):
         client.chat(MESSAGES)
