@@ -21,6 +21,7 @@ from pathlib import Path
 
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
 BOM = b"\xef\xbb\xbf"
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class EditRefused(Exception):
@@ -29,20 +30,25 @@ class EditRefused(Exception):
 
 @dataclass
 class Document:
-    """A file loaded for editing: its text with LF line endings, and what is needed to write it back."""
+    """A file loaded for editing: its text with "\n" line endings, and what is needed to write it back."""
 
     raw: bytes  # the file's bytes as found, for the undo journal
-    text: str  # decoded, BOM removed, CRLF turned into LF
+    text: str  # decoded, BOM removed, every line ending turned into "\n"
     bom: bool
-    newline: str  # "\r\n" or "\n"
+    endings: list[str]  # the file's own line endings in order ("\r\n", "\n" or "\r"): one per "\n" in text
 
     def encode(self, text: str) -> bytes:
-        data = text.replace("\n", self.newline).encode("utf-8")
-        return BOM + data if self.bom else data
+        """The bytes to write for an edited `text`, in the file's encoding and line endings."""
+        styles = set(self.endings)
+        if len(styles) <= 1:  # one style throughout, as in nearly every file: use it everywhere
+            data = text.replace("\n", styles.pop() if styles else "\n")
+        else:
+            data = reapply_endings(self.text, self.endings, text)
+        return BOM + data.encode("utf-8") if self.bom else data.encode("utf-8")
 
 
 def decode_for_edit(raw: bytes, path: str) -> Document:
-    """The text of a file edit_file may change, or EditRefused: binary, not UTF-8, mixed line endings."""
+    """The text of a file edit_file may change, or EditRefused: binary or not UTF-8."""
     if b"\0" in raw[:BINARY_SNIFF_BYTES]:
         raise EditRefused(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only.")
     try:
@@ -50,14 +56,20 @@ def decode_for_edit(raw: bytes, path: str) -> Document:
     except UnicodeDecodeError as error:
         raise EditRefused(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so it "
                           "refuses. Use run_command with a tool that knows the encoding.") from None
-    crlf = text.count("\r\n")
-    if crlf and crlf == text.count("\n") and crlf == text.count("\r"):
-        return Document(raw, text.replace("\r\n", "\n"), raw.startswith(BOM), "\r\n")
-    if "\r" in text:
-        # Mixed or old-Mac line endings: converting would rewrite lines the edit did not touch.
-        raise EditRefused(f"{path} mixes line endings (CRLF and LF or bare CR); edit_file refuses so as not "
-                          "to rewrite lines you did not ask to change.")
-    return Document(raw, text, raw.startswith(BOM), "\n")
+    return Document(raw, LINE_BREAK.sub("\n", text), raw.startswith(BOM), LINE_BREAK.findall(text))
+
+
+def reapply_endings(before: str, endings: list[str], after: str) -> str:
+    """`after` with a mixed file's line endings: lines the edit left alone keep their own ending, and the
+    lines it wrote take the ending of the first line they replaced."""
+    old_lines, new_lines = before.split("\n"), after.split("\n")
+    chosen: list[str] = []  # an ending for each line of `after`
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes():
+        if tag == "equal":
+            chosen += [endings[min(i, len(endings) - 1)] for i in range(i1, i2)]
+        else:
+            chosen += [endings[min(i1, len(endings) - 1)]] * (j2 - j1)
+    return "".join(line + ending for line, ending in zip(new_lines, chosen[: len(new_lines) - 1] + [""]))
 
 
 def keep_final_newline(before: str, after: str) -> str:

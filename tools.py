@@ -29,6 +29,7 @@ from pathlib import Path
 from edits import (
     BINARY_SNIFF_BYTES,
     BOM,
+    LINE_BREAK,
     EditRefused,
     check_still_compiles,
     decode_for_edit,
@@ -330,9 +331,9 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def split_lines(text: str) -> list[str]:
-    """Lines as edit_file counts them: split on LF (or CRLF) only. str.splitlines also splits on form feeds
-    and other separators, which would make read_file's line numbers disagree with edit_file's."""
-    lines = text.replace("\r\n", "\n").split("\n")
+    """Lines as edit_file counts them: split at CRLF, LF or CR only. str.splitlines also splits at form
+    feeds and other separators, which would make read_file's line numbers disagree with edit_file's."""
+    lines = LINE_BREAK.split(text)
     return lines[:-1] if lines[-1] == "" else lines
 
 

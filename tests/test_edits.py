@@ -31,6 +31,8 @@ APPLIED = [  # (id, file bytes, old_str, new_str, bytes after)
     ("tabs file, 8-space model", GO_TABS, "        start()", "        begin()",
      b"package main\n\nfunc main() {\n\tif ready {\n\t\tbegin()\n\t}\n}\n"),
     ("delete lines", b"keep\ndrop me\nkeep too\n", "drop me\n", "", b"keep\nkeep too\n"),
+    ("mixed endings: untouched lines keep theirs", b"x\r\ny\nz\r\n", "y", "Y", b"x\r\nY\nz\r\n"),
+    ("mixed endings: a line added at the end", b"x\r\ny\n", "y\n", "y\nw\n", b"x\r\ny\nw\n"),
     ("unicode", "naïve = '☕'\n".encode(), "'☕'", "'🍵'", "naïve = '🍵'\n".encode()),
     ("python edit that still compiles", b"def f():\n    return 1\n", "return 1", "return (1 +\n            2)",
      b"def f():\n    return (1 +\n            2)\n"),
@@ -107,6 +109,6 @@ def test_keep_final_newline(before, after, kept):
 
 
 def test_decode_for_edit_round_trips_bytes():
-    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode()]:
+    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r"]:
         document = decode_for_edit(raw, "f")
         assert document.encode(document.text) == raw

@@ -411,9 +411,16 @@ def test_binary_not_utf8_and_huge_files_are_refused(ws):
     refused(ws, "huge.txt", "a", "b", "edit_file only changes files up to 1,000,000 bytes")
 
 
-def test_mixed_line_endings_are_refused(ws):
-    write(ws, "mixed.txt", b"a\r\nb\nc\r\n")
-    refused(ws, "mixed.txt", "b", "x", "mixes line endings")
+def test_mixed_line_endings_are_kept_line_by_line(ws):
+    full = write(ws, "mixed.txt", b"a\r\nb\nc\r\nd\n")
+    assert edit(ws, "mixed.txt", "b\nc", "b2\nb3\nc").ok
+    assert full.read_bytes() == b"a\r\nb2\nb3\nc\r\nd\n"  # new lines take the ending of the line they replace
+
+
+def test_old_mac_line_endings_are_kept(ws):
+    full = write(ws, "mac.txt", b"one\rtwo\r")
+    assert edit(ws, "mac.txt", "two", "2\n3").ok
+    assert full.read_bytes() == b"one\r2\r3\r"
 
 
 def test_python_edit_that_breaks_compilation_is_refused(ws):
