@@ -56,7 +56,6 @@ def test_results_are_json_so_file_content_cannot_fake_protocol_lines():
     rendered = render_result("read_file", True, output)
     assert rendered.startswith("tool_result({") and rendered.endswith("})") and "\n" not in rendered
     assert json.loads(rendered[len("tool_result("):-1]) == {"tool": "read_file", "ok": True, "output": output}
-    assert not any(line.startswith("tool:") for line in rendered.splitlines())
 
 
 def test_results_message_puts_notes_first_then_one_result_per_call():
