@@ -183,7 +183,10 @@ def parse_setting(name: str, variable: str, value: str):
         if name == "max_steps":
             return int(value)
         if name == "stop":
-            return [] if value.strip().lower() == "off" else json.loads(value)
+            stop = [] if value.strip().lower() == "off" else json.loads(value)
+            if not (isinstance(stop, list) and all(isinstance(item, str) for item in stop)):
+                raise ValueError("not a list of strings")
+            return stop
     except ValueError:
         raise ConfigError(f"{variable}={value!r} is not valid; see .env.example.") from None
     return value.strip()

@@ -187,6 +187,20 @@ def test_a_key_is_required_except_for_local_servers(tmp_path, base_url, needs_ke
         assert load_config(args(), environ, tmp_path, tmp_path).api_key == ""
 
 
+@pytest.mark.parametrize("value, stop", [("off", []), ('["\\nUser:", "\\ntool_result("]', ["\nUser:", "\ntool_result("])])
+def test_stop_sequences_are_configurable(tmp_path, value, stop):
+    environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "k", "PLAINAGENT_STOP": value}
+    assert load_config(args(), environ, tmp_path, tmp_path).stop == stop
+    assert Config().stop == ["\ntool_result("]
+
+
+@pytest.mark.parametrize("variable, value", [("PLAINAGENT_STOP", "[unclosed"), ("PLAINAGENT_STOP", '"one"'),
+                                             ("PLAINAGENT_MAX_STEPS", "many")])
+def test_bad_settings_name_the_variable(tmp_path, variable, value):
+    with pytest.raises(ConfigError, match=f"{variable}="):
+        load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "k", variable: value}, tmp_path, tmp_path)
+
+
 def test_the_key_is_not_in_the_config_repr(tmp_path):
     config = load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-hidden"}, tmp_path, tmp_path)
     assert "sk-hidden" not in repr(config)
