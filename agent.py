@@ -266,6 +266,10 @@ def attempt(session: Session, task: str) -> int:
     except (ChatError, TaskStopped) as error:
         log(f"plainagent: {session.workspace.redact(str(error))}")  # a server may echo the key back
         return 1
+    except Exception as error:  # a bug of ours: say so in one line, and keep the REPL session alive
+        log(f"plainagent: internal error, please report it: {type(error).__name__}: "
+            f"{session.workspace.redact(str(error))}")
+        return 1
     print(answer, flush=True)
     tokens = session.tokens
     log(f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far)")
@@ -337,4 +341,8 @@ class TerminalConfirm:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # stdout was closed early (`... | head`): nobody is left to tell
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

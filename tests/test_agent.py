@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import agent
 from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task, undo
 from client import Reply
 from prompt import NOT_RUN
@@ -136,6 +137,16 @@ def test_a_declined_write_reaches_the_model_with_the_reason(tmp_path):
     session.workspace.confirm = lambda *_: "The user said no: not now."
     run_task(session, "go")
     assert results_in(session.messages[3])[0]["output"] == "Not approved: create n.txt. The user said no: not now. No changes were made."
+
+
+def test_a_bug_inside_a_task_is_one_line_and_the_session_survives(tmp_path, capsys):
+    class BrokenModel(ScriptedModel):
+        def chat(self, messages):
+            raise KeyError("choices")
+
+    session = Session(Config(model="m"), BrokenModel(), Workspace(tmp_path, secret="sk-x"))
+    assert agent.attempt(session, "go") == 1
+    assert capsys.readouterr().err == "plainagent: internal error, please report it: KeyError: 'choices'\n"
 
 
 # --- configuration ---

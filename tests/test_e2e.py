@@ -196,3 +196,16 @@ def test_ctrl_c_during_a_repl_task_returns_to_the_prompt(install, project):
     assert out.endswith("Second answer.\n")
     contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
     assert contents == ["slow task", "(The user interrupted that task.)", "next task"]
+
+
+def test_a_closed_stdout_is_not_a_traceback(install, project):
+    """`python agent.py -p ... | head -0`: the reader is gone before the answer is printed."""
+    with FakeEndpoint(["x" * 100_000]) as endpoint:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
+        process = subprocess.Popen([sys.executable, str(install / "agent.py"), "-p", "hi"], cwd=project, env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stdout.close()
+        err = process.stderr.read()
+        process.wait(timeout=20)
+    assert process.returncode == 1 and "Traceback" not in err
