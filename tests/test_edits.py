@@ -1,7 +1,8 @@
 """edit_file against a varied set of edits as real models send them: each is applied exactly as meant or
-refused with a helpful error, and never a wrong change. Real files, byte-exact.
+refused with a helpful error, and never a wrong change. Real files, byte-exact, through the tool.
 
-The rules themselves (edits.py) are also tested one by one in test_tools.py through the tool."""
+Every matching rule and every byte that must be kept (line endings, BOM, final newline) has rows here; the
+tool's other duties (excerpt, permissions, creating, the journal) are tested in test_tools.py."""
 
 import pytest
 
@@ -11,40 +12,60 @@ from tools import Workspace, run_tool
 PY_CLASS = b"class Greeter:\n    def greet(self, name):\n        return 'Helo, ' + name\n"
 GO_TABS = b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t}\n}\n"
 
-APPLIED = [  # (id, file bytes, old_str, new_str, bytes after)
-    ("exact", b"a = 1\nb = 2\n", "b = 2", "b = 3", b"a = 1\nb = 3\n"),
-    ("crlf file, lf strings", b"a = 1\r\nb = 2\r\n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3", b"a = 1\r\nb = 2\r\nc = 3\r\n"),
-    ("crlf file, crlf strings", b"x\r\ny\r\n", "x\r\ny", "x\r\nz", b"x\r\nz\r\n"),
-    ("lf file, crlf strings", b"x\ny\n", "x\r\ny", "x\r\nz", b"x\nz\n"),
-    ("bom and crlf", b"\xef\xbb\xbfname,age\r\nann,3\r\n", "ann,3", "ann,4", b"\xef\xbb\xbfname,age\r\nann,4\r\n"),
-    ("edit at the very start of a bom file", b"\xef\xbb\xbfhello\n", "hello", "bye", b"\xef\xbb\xbfbye\n"),
-    ("no final newline kept", b"one\ntwo", "two", "2\n", b"one\n2"),
-    ("final newline kept", b"one\ntwo\n", "two\n", "2", b"one\n2\n"),
-    ("model dropped trailing spaces", b"x = 1   \ny = 2\n", "x = 1\ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n"),
-    ("model added trailing spaces", b"x = 1\ny = 2\n", "x = 1  \ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n"),
+APPLIED = [  # (id, file bytes, old_str, new_str, bytes after, the rule the result must name or "" for any)
+    ("exact", b"a = 1\nb = 2\n", "b = 2", "b = 3", b"a = 1\nb = 3\n", ""),
+    ("crlf file, lf strings", b"a = 1\r\nb = 2\r\n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3", b"a = 1\r\nb = 2\r\nc = 3\r\n", ""),
+    ("crlf file, crlf strings", b"x\r\ny\r\n", "x\r\ny", "x\r\nz", b"x\r\nz\r\n", ""),
+    ("lf file, crlf strings", b"x\ny\n", "x\r\ny", "x\r\nz", b"x\nz\n", ""),
+    ("bom and crlf", b"\xef\xbb\xbfname,age\r\nann,3\r\n", "ann,3", "ann,4", b"\xef\xbb\xbfname,age\r\nann,4\r\n", ""),
+    ("edit at the very start of a bom file", b"\xef\xbb\xbfhello\n", "hello", "bye", b"\xef\xbb\xbfbye\n", ""),
+    ("no final newline kept", b"one\ntwo", "two", "2\n", b"one\n2", ""),
+    ("final newline kept", b"one\ntwo\n", "two\n", "2", b"one\n2\n", ""),
+    ("model dropped trailing spaces", b"x = 1   \ny = 2\n", "x = 1\ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", ""),
+    ("model added trailing spaces", b"x = 1\ny = 2\n", "x = 1  \ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", ""),
     ("model dropped the class indentation", PY_CLASS, "def greet(self, name):\n    return 'Helo, ' + name",
      "def greet(self, name):\n    return 'Hello, ' + name",
-     b"class Greeter:\n    def greet(self, name):\n        return 'Hello, ' + name\n"),
+     b"class Greeter:\n    def greet(self, name):\n        return 'Hello, ' + name\n", ""),
     ("tabs file, 4-space model", GO_TABS, "    if ready {\n        start()\n    }",
      "    if ready {\n        start()\n        log()\n    }",
-     b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t\tlog()\n\t}\n}\n"),
+     b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t\tlog()\n\t}\n}\n", ""),
     ("tabs file, 8-space model", GO_TABS, "        start()", "        begin()",
-     b"package main\n\nfunc main() {\n\tif ready {\n\t\tbegin()\n\t}\n}\n"),
-    ("delete lines", b"keep\ndrop me\nkeep too\n", "drop me\n", "", b"keep\nkeep too\n"),
-    ("mixed endings: untouched lines keep theirs", b"x\r\ny\nz\r\n", "y", "Y", b"x\r\nY\nz\r\n"),
-    ("mixed endings: a line added at the end", b"x\r\ny\n", "y\n", "y\nw\n", b"x\r\ny\nw\n"),
-    ("unicode", "naïve = '☕'\n".encode(), "'☕'", "'🍵'", "naïve = '🍵'\n".encode()),
+     b"package main\n\nfunc main() {\n\tif ready {\n\t\tbegin()\n\t}\n}\n", ""),
+    ("delete lines", b"keep\ndrop me\nkeep too\n", "drop me\n", "", b"keep\nkeep too\n", ""),
+    ("mixed endings: untouched lines keep theirs", b"x\r\ny\nz\r\n", "y", "Y", b"x\r\nY\nz\r\n", ""),
+    ("mixed endings: a line added at the end", b"x\r\ny\n", "y\n", "y\nw\n", b"x\r\ny\nw\n", ""),
+    ("unicode", "naïve = '☕'\n".encode(), "'☕'", "'🍵'", "naïve = '🍵'\n".encode(), ""),
     ("python edit that still compiles", b"def f():\n    return 1\n", "return 1", "return (1 +\n            2)",
-     b"def f():\n    return (1 +\n            2)\n"),
+     b"def f():\n    return (1 +\n            2)\n", ""),
+    ("crlf file, lf old_str, new lines get crlf", b"a = 1\r\nb = 2\r\nc = 3\r\n", "b = 2\nc = 3", "b = 20\nbb = 21\nc = 3",
+     b"a = 1\r\nb = 20\r\nbb = 21\r\nc = 3\r\n", ""),
+    ("crlf strings on an lf file, two lines", b"one\ntwo\n", "one\r\ntwo", "one\r\n2", b"one\n2\n", ""),
+    ("bom kept", b"\xef\xbb\xbfhello\nworld\n", "world", "there", b"\xef\xbb\xbfhello\nthere\n", ""),
+    ("trailing whitespace drift over two lines", b"x = 1   \ny = 2\t\nz = 3\n", "x = 1\ny = 2\n", "x = 10\ny = 20\n",
+     b"x = 10\ny = 20\nz = 3\n", "(ignoring trailing whitespace)"),
+    ("uniform indentation offset re-indents new_str",
+     b"class A:\n    def f(self):\n        if x:\n            return 1\n        return 2\n",
+     "if x:\n    return 1\nreturn 2", "if x:\n    return 10\nreturn 20",
+     b"class A:\n    def f(self):\n        if x:\n            return 10\n        return 20\n", "(with the indentation shifted)"),
+    ("old_str indented deeper than the file", b"def f():\n    return 1\n", "        def f():\n            return 1",
+     "        def f():\n            return 2", b"def f():\n    return 2\n", "(with the indentation shifted)"),
+    ("tab file, space model, lines added", b"func main() {\n\tif ok {\n\t\tfmt.Println(1)\n\t}\n}\n",
+     "    if ok {\n        fmt.Println(1)\n    }", "    if ok {\n        fmt.Println(2)\n        fmt.Println(3)\n    }",
+     b"func main() {\n\tif ok {\n\t\tfmt.Println(2)\n\t\tfmt.Println(3)\n\t}\n}\n", "tabs and spaces"),
+    ("space file, tab model keeps spaces", b"def f():\n    x = 1\n    return x\n", "def f():\n\tx = 1", "def f():\n\tx = 2",
+     b"def f():\n    x = 2\n    return x\n", "tabs and spaces"),
+    ("mixed endings: new lines take the ending of the line they replace", b"a\r\nb\nc\r\nd\n", "b\nc", "b2\nb3\nc",
+     b"a\r\nb2\nb3\nc\r\nd\n", ""),
+    ("old mac endings kept", b"one\rtwo\r", "two", "2\n3", b"one\r2\r3\r", ""),
 ]
 
 
-@pytest.mark.parametrize("before, old, new, after", [c[1:] for c in APPLIED], ids=[c[0] for c in APPLIED])
-def test_applied_exactly_as_meant(tmp_path, before, old, new, after):
+@pytest.mark.parametrize("before, old, new, after, rule", [c[1:] for c in APPLIED], ids=[c[0] for c in APPLIED])
+def test_applied_exactly_as_meant(tmp_path, before, old, new, after, rule):
     name = "f.py" if b"def " in before or b"class " in before else "f.txt"
     (tmp_path / name).write_bytes(before)
     result = run_tool(Workspace(tmp_path), "edit_file", {"path": name, "old_str": old, "new_str": new})
-    assert result.ok, result.output
+    assert result.ok and rule in result.output, result.output
     assert (tmp_path / name).read_bytes() == after
 
 
