@@ -79,7 +79,6 @@ class Client:
         self.stop = stop if stop and not NO_STOP_MODELS.match(model.rsplit("/", 1)[-1]) else None
         self.sleep = sleep
         self.log = log
-        self.n_requests = 0  # HTTP requests sent, retries included
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "plainagent/0.1"
         if api_key:  # local servers (Ollama, LM Studio) run without one; then no Authorization header
@@ -132,7 +131,6 @@ class Client:
 
     def _post(self, body: dict) -> requests.Response:
         """One POST, read whole within the deadline (requests' timeouts only bound each socket wait)."""
-        self.n_requests += 1
         give_up_at = time.monotonic() + self.deadline
         response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
         chunks = []
