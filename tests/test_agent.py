@@ -167,8 +167,9 @@ def test_precedence_flag_over_env_over_cwd_dotenv_over_script_dotenv(tmp_path):
     environ = {"OPENAI_MODEL": "from-env", "UNRELATED": "x"}
     config = load_config(args(), environ, cwd, script)
     assert (config.model, config.api_key, config.base_url, config.max_steps) == ("from-env", "sk-cwd", "https://script/v1", 7)
-    config = load_config(args(model="from-flag", max_steps=3), environ, cwd, script)
-    assert (config.model, config.max_steps) == ("from-flag", 3)
+    config = load_config(args(model="from-flag", max_steps=3, base_url="http://localhost:8000/v1"), environ, cwd, script)
+    assert (config.model, config.max_steps, config.base_url) == ("from-flag", 3, "http://localhost:8000/v1")
+    assert load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "k"}, tmp_path, tmp_path).max_steps == 30
     assert load_config(args(), {}, cwd, script).model == "from-cwd"
     assert load_config(args(), {}, script, script).model == "from-script"
 

@@ -143,10 +143,11 @@ def test_repl_runs_tasks_until_exit(install, project):
     assert [m["content"] for m in messages[1:]] == ["hello", "First answer.", "again"]  # one conversation
 
 
-def test_repl_leaves_on_end_of_input(install, project):
+@pytest.mark.parametrize("typed", ["", "quit\n", "exit\n"])
+def test_repl_leaves_on_end_of_input_quit_and_exit(install, project, typed):
     with FakeEndpoint([]) as endpoint:
-        done = agent(install, project, endpoint, stdin="")
-    assert done.returncode == 0 and "Traceback" not in done.stderr
+        done = agent(install, project, endpoint, stdin=typed + "never sent\n" if typed else "")
+    assert done.returncode == 0 and "Traceback" not in done.stderr and endpoint.received == []
 
 
 def test_ctrl_c_during_a_request_exits_130_without_a_traceback(install, project):
