@@ -224,7 +224,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS), .env in the current directory, "
+               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP), .env in the current directory, "
                ".env next to agent.py. Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command without asking")
