@@ -4,14 +4,17 @@
 # ///
 """plainagent: a coding agent in plain Python, talking plain HTTP to any OpenAI-compatible endpoint.
 
-The loop, which `run_task` below follows line by line:
+A session starts with one message, the system prompt rendered from the tools (`Session`). Then, for each
+task, the loop in `run_task`:
   1. the user's task is appended to `messages` (one list for the whole session, only ever appended to);
   2. `client.chat(messages)` POSTs it to {base_url}/chat/completions and returns the reply text;
-  3. the reply is appended as the assistant's turn, always, including when it calls tools, so the model
-     sees its own earlier calls;
-  4. `parse_reply` finds the `tool: NAME({json})` lines; a reply without any is the final answer;
-  5. each call is checked and run (`run_tool`); every failure becomes a result, never a crash;
-  6. the results go back as one user message, one `tool_result({...})` per call, and we repeat,
+  3. `parse_reply` finds the `tool: NAME({json})` lines, and drops what is not the model's own turn
+     (a leading reasoning block, results it invented for itself);
+  4. what is left of the reply is appended as the assistant's turn, always, including when it calls tools,
+     so the model sees its own earlier calls;
+  5. a reply without calls is the final answer (one cut off at the output limit, or empty, is a failure);
+  6. otherwise each call is checked and run (`run_calls`); every failure becomes a result, never a crash;
+  7. the results go back as one user message, one `tool_result(` frame per call, and we repeat,
      at most --max-steps model calls per task.
 The model never touches the machine: it writes text, and this script decides what runs.
 """
@@ -30,10 +33,10 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
-from client import ChatError, Client
+from client import ChatError, Client, Reply
 from edits import write_atomically
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
-from toolcalls import BadCall, ToolCall, parse_reply
+from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, Workspace, check_args, run_tool
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
@@ -45,54 +48,69 @@ MAX_REPEATS = 3  # the same call with the same arguments this many times in a ro
 
 def run_task(session: Session, task: str) -> str:
     """Run one task to its final answer, appending every turn to session.messages."""
-    messages = session.messages
-    messages.append({"role": "user", "content": task})
-    n_format_errors = 0
+    messages = session.start_task(task)
     for _ in range(session.config.max_steps):  # each turn is one model call
         reply = session.client.chat(messages)
         session.count_usage(reply.usage)
         parsed = parse_reply(reply.text, list(TOOLS), reply.finish_reason)
         messages.append({"role": "assistant", "content": parsed.text})
         if not parsed.calls:
-            if reply.finish_reason == "length" or not parsed.text.strip():
-                log(f"(the model's reply was {'cut off at its output limit' if parsed.text.strip() else 'empty'})")
-            return parsed.text
-        results, n_ran = run_calls(session, parsed.calls)
-        unreadable = n_ran == 0 and any(isinstance(call, BadCall) for call in parsed.calls)
-        n_format_errors = n_format_errors + 1 if unreadable else 0
-        if n_format_errors >= MAX_FORMAT_ERRORS:
-            raise TaskStopped(FORMAT_LIMIT.format(n=n_format_errors))
+            return final_answer(reply, parsed)
+        results = run_calls(session, parsed.calls)
         messages.append({"role": "user", "content": render_results(results, parsed.notes)})
     raise TaskStopped(STEP_LIMIT.format(n=session.config.max_steps))
 
 
-def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> tuple[list[str], int]:
-    """Run a reply's calls in order; returns one rendered result per call and how many tools ran.
+def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[str]:
+    """Run a reply's calls in order; returns one rendered result per call.
 
-    A call that cannot be read or fails its argument check stops the reply there: the calls after it may
-    depend on it, so they are reported as not run rather than run out of order.
+    A call that cannot be read, fails its argument check or fails when run stops the reply there: the
+    calls after it may depend on it, so they are reported as not run rather than run without it.
     """
     results, n_ran = [], 0
     for index, call in enumerate(calls):
         problem = format_error(call.problem) if isinstance(call, BadCall) else check_args(call.name, call.args)
-        if problem is None and session.is_looping(call):
+        if problem is None and session.repeats(call):
             problem = (f"You have made this exact call {MAX_REPEATS} times in a row; its result will not change. "
                        "Try something different, or answer with what you know.")
-        if problem is not None:
+        if problem is None:
+            log(f"→ {call.name}({describe_args(call.args)})")
+            result = run_tool(session.workspace, call.name, call.args)
+            ok, output, n_ran = result.ok, result.output, n_ran + 1
+            log(f"  {outcome(ok, output)}: {summarize(output)}")
+        else:
+            ok, output = False, problem
             log(f"✗ {call.name}: {problem.splitlines()[0]}")
-            results.append(render_result(call.name, False, problem))
+        results.append(render_result(call.name, ok, output))
+        if not ok:
             results += [render_result(later.name, False, NOT_RUN) for later in calls[index + 1:]]
             break
-        log(f"→ {call.name}({describe_args(call.args)})")
-        result = run_tool(session.workspace, call.name, call.args)
-        log(f"  {'ok' if result.ok else 'error'}: {summarize(result.output)}")
-        results.append(render_result(call.name, result.ok, result.output))
-        n_ran += 1
-    return results, n_ran
+    session.count_format_errors(calls, n_ran)
+    return results
+
+
+def final_answer(reply: Reply, parsed: ParsedReply) -> str:
+    """The text of a reply without calls, unless it is no answer at all: then the task failed."""
+    if reply.finish_reason == "length":
+        raise AnswerIncomplete("The model's answer was cut off at its output token limit, so it is incomplete. "
+                               "Ask it to go on, or to answer more briefly.", parsed.text)
+    if not parsed.text.strip():
+        what = "only reasoning" if reply.text.strip() else "empty"
+        raise AnswerIncomplete(f"The model's reply was {what}: there is no answer. Try again, or try "
+                               "another model.")
+    return parsed.text
 
 
 class TaskStopped(Exception):
     """The loop ended without an answer (step limit, unreadable replies); the message says what to do."""
+
+
+class AnswerIncomplete(TaskStopped):
+    """The model stopped without a usable answer; `partial` is what it wrote, shown but not taken as done."""
+
+    def __init__(self, message: str, partial: str = ""):
+        super().__init__(message)
+        self.partial = partial
 
 
 # --- the session: what one run of the program keeps between tasks ---
@@ -104,23 +122,65 @@ class Session:
     client: Client
     workspace: Workspace
     messages: list[dict] = field(default_factory=list)  # the whole conversation, only ever appended to
-    recent_calls: list[str] = field(default_factory=list)  # the last few calls, to notice a model in a loop
     tokens: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
+    n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
+    ending_note: str = ""  # how the last task ended, when its end is not in the history yet
 
-    def is_looping(self, call: ToolCall) -> bool:
+    def __post_init__(self):
+        if not self.messages:  # the one message that comes before every task: rendered from the tools
+            self.messages.append({"role": "system", "content": render_system_prompt(TOOLS)})
+
+    def start_task(self, task: str) -> list[dict]:
+        """Append the task (after a note on how the last one ended, if the history does not show it)."""
+        self.recent_calls, self.n_format_errors = [], 0  # a loop or a format problem is a task's own
+        if self.ending_note:
+            task = f"({self.ending_note})\n\n{task}"
+            self.ending_note = ""
+        self.messages.append({"role": "user", "content": task})
+        return self.messages
+
+    def record_ending(self, note: str) -> None:
+        """Keep the history true and well-formed after a task ended without an answer.
+
+        Roles must keep alternating, and the model must not believe work happened that did not: a request
+        that never got a reply is closed with a note in the assistant's place; calls whose results never
+        came are explained at the start of the next task.
+        """
+        if self.messages[-1]["role"] == "user":
+            self.messages.append({"role": "assistant", "content": f"({note})"})
+        else:
+            self.ending_note = f"{note} The tool calls in your last reply may not all have run."
+
+    def repeats(self, call: ToolCall) -> bool:
         """Record a call; True if it is the same call with the same arguments MAX_REPEATS times in a row."""
         self.recent_calls = (self.recent_calls + [json.dumps([call.name, call.args], sort_keys=True)])[-MAX_REPEATS:]
         return len(self.recent_calls) == MAX_REPEATS and len(set(self.recent_calls)) == 1
 
+    def count_format_errors(self, calls: list[ToolCall | BadCall], n_ran: int) -> None:
+        """Count replies in a row where nothing ran because a call could not be read; too many ends the task."""
+        unreadable = n_ran == 0 and any(isinstance(call, BadCall) for call in calls)
+        self.n_format_errors = self.n_format_errors + 1 if unreadable else 0
+        if self.n_format_errors >= MAX_FORMAT_ERRORS:
+            raise TaskStopped(FORMAT_LIMIT.format(n=self.n_format_errors))
+
     def count_usage(self, usage: dict) -> None:
         for key in self.tokens:
-            self.tokens[key] += usage.get(key) or 0
+            value = usage.get(key) if isinstance(usage, dict) else None
+            self.tokens[key] += value if isinstance(value, int) else 0
 
 
 def describe_args(args: dict) -> str:
     """A call's arguments on one short line, for the activity log."""
     text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+def outcome(ok: bool, output: str) -> str:
+    """'ok', 'error', or 'failed' for a command that ran and exited non-zero (a result, but not a success)."""
+    if not ok:
+        return "error"
+    return "failed" if re.match(r"(exit code [1-9-]|killed after)", output) else "ok"
 
 
 def summarize(output: str) -> str:
@@ -181,6 +241,8 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
 def parse_setting(name: str, variable: str, value: str):
     try:
         if name == "max_steps":
+            if int(value) < 1:
+                raise ConfigError(f"{variable}={value}: it must be at least 1.")
             return int(value)
         if name == "stop":
             stop = [] if value.strip().lower() == "off" else json.loads(value)
@@ -192,29 +254,49 @@ def parse_setting(name: str, variable: str, value: str):
     return value.strip()
 
 
+# Keys as the examples write them (.env.example, providers' docs): sent as they are, they only earn a 401.
+PLACEHOLDER_KEY = re.compile(r"(?i).*(\.\.\.|…)|(sk-)?(your[-_ ]?(api[-_ ]?)?key.*|<.*>|\[.*\]|changeme|xxx+)")
+
+
 def check_config(config: Config) -> None:
     where = f"set it in {config.env_file} (see .env.example) or the environment"
     if not config.model:
         raise ConfigError(f"OPENAI_MODEL is not set: {where}, or pass -m MODEL.")
     if urlsplit(config.base_url).scheme not in ("http", "https"):
         raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not an http(s) URL, e.g. http://localhost:11434/v1.")
+    if PLACEHOLDER_KEY.fullmatch(config.api_key):
+        if not is_local(config.base_url):
+            raise ConfigError(f"OPENAI_API_KEY is still the example's placeholder: {where} to your real key.")
+        config.api_key = ""  # a local server needs none; the example's line was simply left in
     if not config.api_key and not is_local(config.base_url):
         raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}.")
+    if bad := next((char for char in config.api_key if not char.isascii() or not char.isprintable() or char == " "),
+                   None):  # HTTP headers carry ASCII: a pasted "…" or a space would fail on every request
+        raise ConfigError(f"OPENAI_API_KEY contains {bad!r}, which no API key has; copy the key again from "
+                          f"your provider and {where}.")
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
-    if not config.workspace.is_dir():
+    if not config.workspace.exists():
         raise ConfigError(f"-C {config.workspace}: no such directory.")
+    if not config.workspace.is_dir():
+        raise ConfigError(f"-C {config.workspace}: not a directory.")
+
+
+# Names that only resolve inside a private network (mDNS, home routers, Docker's name for the host).
+PRIVATE_SUFFIXES = (".localhost", ".local", ".lan", ".internal", ".home.arpa")
 
 
 def is_local(base_url: str) -> bool:
-    """A server on this machine (Ollama, LM Studio, vLLM on localhost) may run without an API key."""
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
+    """A server on this machine or the private network (Ollama, LM Studio, vLLM on a LAN box) may run
+    without an API key; a public host may not."""
+    host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
+    if host == "localhost" or host.endswith(PRIVATE_SUFFIXES) or (host and "." not in host and ":" not in host):
+        return True  # a single-label name such as "gpu-box" only resolves on a local network
     try:
-        return ipaddress.ip_address(host).is_loopback
+        address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    return address.is_loopback or address.is_private or address.is_link_local
 
 
 # --- the command line: one-shot (-p) and the REPL ---
@@ -239,20 +321,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent)
+        task = read_task(args.prompt) if args.prompt is not None else None
     except ConfigError as error:
         print(f"plainagent: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # while reading the task from stdin
+        return 130
     confirm = None if config.yes else TerminalConfirm()
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
     session = Session(config, client, Workspace(config.workspace, confirm, secret=config.api_key))
-    session.messages.append({"role": "system", "content": render_system_prompt(TOOLS)})
-    if args.prompt is None:
-        return repl(session)
-    try:
-        task = sys.stdin.read() if args.prompt == "-" else args.prompt
-    except KeyboardInterrupt:
-        return 130
-    return attempt(session, task)
+    return repl(session) if task is None else attempt(session, task)
+
+
+def read_task(prompt: str) -> str:
+    """The task given with -p: the text itself, or stdin for "-"; an empty task is a usage error."""
+    if prompt == "-":
+        try:
+            prompt = sys.stdin.buffer.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"the task on stdin is not UTF-8 text (byte {error.start}); convert it first, "
+                              "e.g. with iconv.") from None
+    if not prompt.strip():
+        raise ConfigError("the task is empty: pass it as -p \"TASK\", or pipe it in with -p -.")
+    return prompt
 
 
 def attempt(session: Session, task: str) -> int:
@@ -261,14 +352,19 @@ def attempt(session: Session, task: str) -> int:
         answer = run_task(session, task)
     except KeyboardInterrupt:
         log("Interrupted.")
-        session.messages.append({"role": "user", "content": "(The user interrupted that task.)"})
+        session.record_ending("The user interrupted that task.")
         return 130
     except (ChatError, TaskStopped) as error:
-        log(f"plainagent: {session.workspace.redact(str(error))}")  # a server may echo the key back
+        if partial := getattr(error, "partial", ""):
+            log(partial)
+        line = session.workspace.redact(str(error))  # a server may echo the key back
+        log(f"plainagent: {line}")
+        session.record_ending(f"That task failed: {line}")
         return 1
     except Exception as error:  # a bug of ours: say so in one line, and keep the REPL session alive
-        log(f"plainagent: internal error, please report it: {type(error).__name__}: "
-            f"{session.workspace.redact(str(error))}")
+        line = f"internal error, please report it: {type(error).__name__}: {session.workspace.redact(str(error))}"
+        log(f"plainagent: {line}")
+        session.record_ending(f"That task failed: {line}")
         return 1
     print(answer, flush=True)
     tokens = session.tokens

@@ -1,4 +1,5 @@
-"""Every test runs isolated: no OPENAI_* or PLAINAGENT_* variables from the developer's shell, the current
+"""Every test runs isolated: no OPENAI_* or PLAINAGENT_* variables from the developer's shell, no proxy or
+CA-bundle settings (requests obeys them, and a proxy would swallow our 127.0.0.1 requests), the current
 directory is a fresh temporary one, and the network is out of reach (only 127.0.0.1 servers we start)."""
 
 import os
@@ -9,13 +10,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# requests reads these (in either case); subprocesses inherit os.environ, so removing them here covers both.
+NETWORK_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     for name in list(os.environ):
-        if name.startswith(("OPENAI_", "PLAINAGENT_")):
+        if name.startswith(("OPENAI_", "PLAINAGENT_")) or name.upper() in NETWORK_VARIABLES:
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     real_connect = socket.socket.connect

@@ -4,6 +4,7 @@ import argparse
 import copy
 import io
 import json
+import re
 
 import pytest
 
@@ -29,8 +30,8 @@ class ScriptedModel:
 
 def make_session(tmp_path, *replies, max_steps=30):
     model = ScriptedModel(*replies)
-    session = Session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path))
-    session.messages.append({"role": "system", "content": "SYSTEM"})
+    session = Session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path),
+                      messages=[{"role": "system", "content": "SYSTEM"}])
     return session, model
 
 
@@ -271,3 +272,169 @@ def test_undo_restores_exact_bytes_and_removes_created_files(tmp_path):
     assert undo(ws) == "Restored a.txt."
     assert (tmp_path / "a.txt").read_bytes() == b"one\r\ntwo\r\n" and not (tmp_path / "new.txt").exists()
     assert undo(ws) == "Nothing to undo."
+
+
+# --- how a task ends, and what the history keeps of it ---
+
+
+@pytest.mark.parametrize("reply, says", [
+    (Reply("The three causes are: first, the", "length"), "cut off at its output token limit"),
+    (Reply("", "stop"), "reply was empty"),
+    (Reply("   \n", "stop"), "reply was empty"),
+    (Reply("<think>Let me think about the answer.</think>", "stop"), "reply was only reasoning"),
+])
+def test_a_cut_off_or_empty_answer_is_a_failure_not_an_answer(tmp_path, reply, says):
+    session, _ = make_session(tmp_path, reply)
+    with pytest.raises(agent.AnswerIncomplete, match=says) as stopped:
+        run_task(session, "explain")
+    assert stopped.value.partial == ("The three causes are: first, the" if reply.finish_reason == "length" else "")
+
+
+def test_one_shot_mode_exits_1_for_a_cut_off_answer_and_shows_the_part(tmp_path, capsys):
+    session, _ = make_session(tmp_path, Reply("Half an answ", "length"))
+    assert agent.attempt(session, "explain") == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        "Half an answ",
+        "plainagent: The model's answer was cut off at its output token limit, so it is incomplete. "
+        "Ask it to go on, or to answer more briefly."]
+
+
+def test_a_tool_that_fails_when_run_stops_the_calls_after_it(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    session, _ = make_session(
+        tmp_path,
+        'tool: edit_file({"path": "a.py", "old_str": "y = 1", "new_str": "y = 2"})\n'
+        'tool: run_command({"command": "touch ran.txt"})',
+        "ok")
+    session.workspace.confirm = None
+    run_task(session, "go")
+    results = results_in(session.messages[3])
+    assert [(r["tool"], r["ok"]) for r in results] == [("edit_file", False), ("run_command", False)]
+    assert results[1]["output"] == NOT_RUN
+    assert not (tmp_path / "ran.txt").exists()
+
+
+def test_a_command_that_exits_non_zero_is_a_result_logged_as_failed(tmp_path, capsys):
+    session, _ = make_session(tmp_path, 'tool: run_command({"command": "exit 3"})\ntool: list_files()', "ok")
+    run_task(session, "go")
+    results = results_in(session.messages[3])
+    assert [(r["tool"], r["ok"]) for r in results] == [("run_command", True), ("list_files", True)]
+    assert "  failed: exit code 3; no output" in capsys.readouterr().err.splitlines()
+
+
+def test_the_repeated_call_guard_starts_afresh_with_each_task(tmp_path):
+    session, _ = make_session(tmp_path, "tool: list_files()", "done", "tool: list_files()", "done",
+                              "tool: list_files()", "done")
+    for _ in range(3):
+        assert run_task(session, "list the files") == "done"
+    assert all(result["ok"] for message in session.messages[3::4] for result in results_in(message))
+
+
+def test_format_errors_do_not_carry_over_between_tasks(tmp_path):
+    session, _ = make_session(tmp_path, "tool: nope", "tool: nope", "done", "tool: nope", "done")
+    assert run_task(session, "one") == "done"
+    assert run_task(session, "two") == "done"
+
+
+class FailingModel(ScriptedModel):
+    """Answers with the script; an exception in the script is raised instead."""
+
+    def chat(self, messages):
+        self.seen.append(copy.deepcopy(messages))
+        reply = self.replies.pop(0)
+        if isinstance(reply.text, Exception):
+            raise reply.text
+        return reply
+
+
+def test_a_failed_request_is_noted_and_the_history_stays_well_formed(tmp_path, capsys):
+    from client import ChatError
+    model = FailingModel("tool: list_files()", Reply(ChatError("502 from http://x/v1/chat/completions: Bad Gateway")),
+                         "Second answer.")
+    session = Session(Config(model="m"), model, Workspace(tmp_path), messages=[{"role": "system", "content": "S"}])
+    assert agent.attempt(session, "first") == 1
+    assert agent.attempt(session, "second") == 0
+    roles = [m["role"] for m in model.seen[-1]]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]  # they still alternate
+    assert model.seen[-1][4]["content"] == "(That task failed: 502 from http://x/v1/chat/completions: Bad Gateway)"
+    assert model.seen[-1][5]["content"] == "second"
+
+
+def test_a_task_stopped_after_a_call_tells_the_model_at_the_next_task(tmp_path):
+    session, model = make_session(tmp_path, "tool: nope", "tool: nope", "tool: nope", "Fine.")
+    assert agent.attempt(session, "first") == 1
+    assert agent.attempt(session, "second") == 0
+    last = model.seen[-1]
+    assert [m["role"] for m in last][-2:] == ["assistant", "user"]
+    assert last[-1]["content"].startswith("(That task failed: Stopped: the model wrote 3 replies in a row")
+    assert last[-1]["content"].endswith("may not all have run.)\n\nsecond")
+
+
+def test_the_session_starts_with_the_system_prompt_rendered_from_the_tools(tmp_path):
+    session = Session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
+    assert session.messages == [{"role": "system", "content": agent.render_system_prompt(TOOLS)}]
+
+
+# --- configuration edge cases: each is one line naming what the user set ---
+
+
+@pytest.mark.parametrize("environ, message", [
+    ({"PLAINAGENT_MAX_STEPS": "0"}, "PLAINAGENT_MAX_STEPS=0: it must be at least 1."),
+    ({"OPENAI_API_KEY": "sk-proj-abc\u2026"}, "OPENAI_API_KEY is still the example's placeholder"),
+    ({"OPENAI_API_KEY": "sk-proj-ab\u00e9cdef"}, "OPENAI_API_KEY contains 'é', which no API key has"),
+    ({"OPENAI_API_KEY": "sk-proj abc"}, "OPENAI_API_KEY contains ' ', which no API key has"),
+    ({"OPENAI_API_KEY": "sk-..."}, "OPENAI_API_KEY is still the example's placeholder"),
+    ({"OPENAI_API_KEY": "sk-or-..."}, "OPENAI_API_KEY is still the example's placeholder"),
+    ({"OPENAI_API_KEY": "YOUR_API_KEY"}, "OPENAI_API_KEY is still the example's placeholder"),
+])
+def test_unusable_settings_are_config_errors_naming_the_variable(tmp_path, environ, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-real-0123456789", **environ}, tmp_path, tmp_path)
+
+
+def test_a_placeholder_key_is_not_sent_to_a_local_server(tmp_path):
+    environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-...", "OPENAI_BASE_URL": "http://localhost:11434/v1"}
+    assert load_config(args(), environ, tmp_path, tmp_path).api_key == ""
+
+
+@pytest.mark.parametrize("key", ["ollama", "EMPTY", "x", "lm-studio"])
+def test_short_keys_local_servers_accept_are_kept(tmp_path, key):
+    environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": key, "OPENAI_BASE_URL": "http://localhost:11434/v1"}
+    assert load_config(args(), environ, tmp_path, tmp_path).api_key == key
+
+
+@pytest.mark.parametrize("base_url, local", [
+    ("http://192.168.1.20:8080/v1", True), ("http://10.0.0.5/v1", True), ("http://172.16.3.4:8000/v1", True),
+    ("http://[fd12::1]:8000/v1", True), ("http://gpu-box:8000/v1", True), ("http://llm.lan/v1", True),
+    ("http://host.docker.internal:11434/v1", True), ("http://studio.local:1234/v1", True),
+    ("http://8.8.8.8/v1", False), ("https://api.deepseek.com", False), ("https://example.com.evil/v1", False),
+])
+def test_servers_on_the_private_network_need_no_key(base_url, local):
+    assert agent.is_local(base_url) is local
+
+
+def test_dash_c_naming_a_file_says_not_a_directory(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "-C", "notes.txt"]) == 2
+    assert capsys.readouterr().err == f"plainagent: -C {tmp_path / 'notes.txt'}: not a directory.\n"
+
+
+@pytest.mark.parametrize("argv, stdin", [(["-p", ""], b""), (["-p", "  \n"], b""), (["-p", "-"], b""),
+                                         (["-p", "-"], b"\n\n")])
+def test_an_empty_task_is_a_usage_error(monkeypatch, capsys, argv, stdin):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    assert main([*argv, "-m", "m", "--base-url", "http://localhost/v1"]) == 2
+    assert capsys.readouterr().err == 'plainagent: the task is empty: pass it as -p "TASK", or pipe it in with -p -.\n'
+
+
+def test_a_task_on_stdin_that_is_not_utf8_is_one_line(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"fix caf\xe9 bug")))
+    assert main(["-p", "-", "-m", "m", "--base-url", "http://localhost/v1"]) == 2
+    assert capsys.readouterr().err == ("plainagent: the task on stdin is not UTF-8 text (byte 7); convert it first, "
+                                       "e.g. with iconv.\n")
+
+
+def test_the_tests_run_without_proxy_or_ca_bundle_settings():
+    import os
+    assert not {"HTTP_PROXY", "https_proxy", "ALL_PROXY", "REQUESTS_CA_BUNDLE"} & set(os.environ)
