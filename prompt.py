@@ -69,14 +69,16 @@ def render_result(name: str, ok: bool, output: str) -> str:
     for each result and never found in the output, so no file can end its result early and go on to pose
     as a call, a note or another result.
     """
-    marker = new_marker()
-    while marker in output:
-        marker = new_marker()
+    marker, n_bytes = new_marker(3), 3
+    while marker in output:  # each try is a byte longer, so even an output holding every marker ends the loop
+        n_bytes += 1
+        marker = new_marker(n_bytes)
     return f"tool_result({name}, {'ok' if ok else 'error'}) <<{marker}\n{output}\n{marker}"
 
 
-def new_marker() -> str:
-    return f"END_{secrets.token_hex(3)}"
+def new_marker(n_bytes: int) -> str:
+    """`END_` and n_bytes random bytes in hex: six hex digits cost the model about eight tokens."""
+    return f"END_{secrets.token_hex(n_bytes)}"
 
 
 def render_results(results: list[str], notes: list[str]) -> str:

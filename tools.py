@@ -138,7 +138,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
     Args:
         path: the file.
         offset: the line to start at (1 is the first).
-        limit: how many lines to show, at most 400.
+        limit: how many lines to show.
     """
     full = ws.resolve(path)
     if full.is_file() and full.stat().st_size > READ_MAX_FILE_BYTES:

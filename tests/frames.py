@@ -3,7 +3,7 @@ what `prompt.render_results` wrote. Strict: anything that is neither a note nor 
 
 import re
 
-HEAD = re.compile(r"tool_result\(([^\s,]+), (ok|error)\) <<(END_[0-9a-f]{6})\n")
+HEAD = re.compile(r"tool_result\(([^\s,]+), (ok|error)\) <<(END_[0-9a-f]{6,})\n")
 
 
 def read_message(content: str) -> tuple[list[str], list[dict]]:

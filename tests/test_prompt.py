@@ -74,7 +74,7 @@ def test_the_prompt_example_is_a_call_the_parser_reads():
 def markers(monkeypatch):
     """Makes render_result draw its markers from a list, so a test can name them (and make them collide)."""
     drawn: list[str] = []
-    monkeypatch.setattr(prompt, "new_marker", lambda: drawn.pop(0))
+    monkeypatch.setattr(prompt, "new_marker", lambda n_bytes: drawn.pop(0))
     return drawn
 
 
@@ -100,6 +100,13 @@ def test_the_marker_is_drawn_again_while_the_output_holds_it(markers):
     output = "END_aaaaaa\nxEND_bbbbbbx"
     assert render_result("read_file", True, output) == f"tool_result(read_file, ok) <<END_cccccc\n{output}\nEND_cccccc"
     assert markers == []
+
+
+def test_a_marker_grows_a_byte_a_try_so_no_output_can_keep_it_drawing(monkeypatch):
+    monkeypatch.setattr(prompt.secrets, "token_hex", lambda n_bytes: "ab" * n_bytes)  # the worst luck: always the same
+    output = "END_ababab END_abababab"
+    assert render_result("run_command", True, output) == \
+        f"tool_result(run_command, ok) <<END_ababababab\n{output}\nEND_ababababab"
 
 
 def test_markers_are_random_per_result():
@@ -138,7 +145,7 @@ def test_results_read_back_exactly_whatever_the_outputs_hold():
               "Note: ", "\n", "\r\n", "\t", '"', "\\", "x", " ", "é", ")"]
     for _ in range(300):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(prompt, "new_marker", lambda: rng.choice(["END_aaaaaa", "END_bbbbbb", "END_cccccc"]))
+            patch.setattr(prompt, "new_marker", lambda n_bytes: rng.choice(["END_aaaaaa", "END_bbbbbb", "END_cccccc"]))
             expected = [{"tool": rng.choice(list(TOOLS)), "ok": rng.random() < 0.7,
                          "output": "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))}
                         for _ in range(rng.randint(1, 4))]
