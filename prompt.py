@@ -10,27 +10,20 @@ from __future__ import annotations
 
 import inspect
 import json
+import secrets
 import textwrap
 from collections.abc import Callable
 
 SYSTEM_PROMPT = """\
-You are a coding agent working in the user's project directory (the workspace). You can read, search and
-edit files and run commands there by calling tools. You never touch the machine yourself: you write tool
-calls, the program runs them, and it sends you their results in the next message.
+You are a coding agent in the user's project directory (the workspace; paths are relative to it). To act,
+write a tool call on a line of its own: `tool:`, the tool's name, and its arguments as one JSON object.
 
-# How to call a tool
+{example}
 
-Write the call on its own line, starting with `tool:`, then the tool name and its arguments as one JSON
-object in parentheses:
-
-tool: read_file({{"path": "src/app.py"}})
-
-- Arguments are JSON: double-quoted strings, newlines inside strings written as \\n.
-- You may write several calls in one reply; they run in order. Then stop and wait: the results come back
-  as `tool_result({{...}})` lines in the next message. Never write tool_result yourself.
-- When the task is done, or you need the user, reply with plain text and no tool call: that is your answer.
-- Read a file before you edit it. read_file shows line numbers; they are not part of the file.
-- Paths are relative to the workspace root.
+You may write several calls in a reply; they run in order once you stop. The next message holds one
+result per call: `tool_result(NAME, ok) <<END_x` (or `error`), the tool's output exactly as produced, then
+the line `END_x`; x is new each time, so nothing in the output can end it early. Never write results yourself.
+When the task is done, or you need the user, reply without a call: that is your answer.
 
 # Tools
 
@@ -44,7 +37,7 @@ def render_system_prompt(tools: dict[str, Callable]) -> str:
     """The system prompt, with one entry per tool: its signature, then its docstring indented."""
     entries = [f"{render_signature(name, tool)}\n{textwrap.indent(describe(tool), '    ')}"
                for name, tool in tools.items()]
-    return SYSTEM_PROMPT.format(tools="\n\n".join(entries))
+    return SYSTEM_PROMPT.format(example=EXAMPLE_CALL, tools="\n\n".join(entries))
 
 
 def render_signature(name: str, tool: Callable) -> str:
@@ -67,12 +60,29 @@ def describe(tool: Callable) -> str:
 
 
 def render_result(name: str, ok: bool, output: str) -> str:
-    """One `tool_result({...})` line. JSON, so no file content can end the result early or fake a call."""
-    return "tool_result(" + json.dumps({"tool": name, "ok": ok, "output": output}, ensure_ascii=False) + ")"
+    """One result in its frame: a head naming the tool and the outcome, the output as raw text, an end line.
+
+    >>> render_result("list_files", True, "app.py")  # doctest: +SKIP
+    'tool_result(list_files, ok) <<END_3f9a1c\\napp.py\\nEND_3f9a1c'
+
+    Raw, because JSON escapes cost tokens and make code harder to copy; framed by a marker drawn at random
+    for each result and never found in the output, so no file can end its result early and go on to pose
+    as a call, a note or another result.
+    """
+    marker, n_bytes = new_marker(3), 3
+    while marker in output:  # each try is a byte longer, so even an output holding every marker ends the loop
+        n_bytes += 1
+        marker = new_marker(n_bytes)
+    return f"tool_result({name}, {'ok' if ok else 'error'}) <<{marker}\n{output}\n{marker}"
+
+
+def new_marker(n_bytes: int) -> str:
+    """`END_` and n_bytes random bytes in hex: six hex digits cost the model about eight tokens."""
+    return f"END_{secrets.token_hex(n_bytes)}"
 
 
 def render_results(results: list[str], notes: list[str]) -> str:
-    """The user message that answers one reply: its notes first, then one tool_result per call, in order."""
+    """The user message that answers one reply: its notes first, then one framed result per call, in order."""
     return "\n".join([f"Note: {note}" for note in notes] + results)
 
 

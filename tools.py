@@ -131,14 +131,14 @@ def is_secret(name: str) -> bool:
 
 
 def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_LINES) -> str:
-    """Read a text file. Each line is shown as its line number, a tab, then the line; the numbers are not
-    part of the file, so never copy them into old_str. One call shows at most 400 lines (40 KB); the last
-    line says how to read on.
+    """Read a text file, at most 400 lines (40 KB) a call; the last line says how to read on. Each
+    line is shown as its number, a tab, then the line; the numbers are not part of the file, so never copy
+    them into old_str.
 
     Args:
-        path: file path, relative to the workspace root.
-        offset: line number to start at (1 is the first line).
-        limit: how many lines to show, at most 400.
+        path: the file.
+        offset: the line to start at (1 is the first).
+        limit: how many lines to show.
     """
     full = ws.resolve(path)
     if full.is_file() and full.stat().st_size > READ_MAX_FILE_BYTES:
@@ -184,7 +184,7 @@ def list_files(ws: Workspace, path: str = ".") -> str:
     virtualenv directories and what .gitignore excludes are left out.
 
     Args:
-        path: directory to list, relative to the workspace root ("." is the root).
+        path: the directory ("." is the workspace root).
     """
     full = ws.resolve(path)
     if not full.exists():
@@ -201,11 +201,11 @@ def list_files(ws: Workspace, path: str = ".") -> str:
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     """Replace old_str with new_str in a file. old_str must match exactly one place: copy it from
     read_file output without the line numbers, with enough lines around the change to be unique. An empty
-    old_str creates a new file holding new_str (it never overwrites an existing file). The file's line
-    endings, encoding and final newline are kept.
+    old_str creates a new file holding new_str (it never overwrites an existing file). Line endings,
+    encoding and the final newline are kept.
 
     Args:
-        path: file path, relative to the workspace root.
+        path: the file.
         old_str: the exact text to replace, or "" to create a new file.
         new_str: the text to put in its place (the whole content, for a new file).
     """
@@ -218,13 +218,13 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search text files for a regular expression (Python syntax); prints path:line: text for each
-    matching line, at most 100. Skips the same directories as list_files.
+    """Search text files for a Python regular expression; prints path:line: text for each matching
+    line, at most 100. Skips the same directories as list_files.
 
     Args:
-        pattern: regular expression to look for, e.g. "TODO|FIXME" or "def [a-z_]+_file".
-        path: file or directory to search, relative to the workspace root.
-        glob: only search files whose name or path matches this pattern, e.g. "*.py"; null for all.
+        pattern: e.g. "TODO|FIXME" or "def [a-z_]+_file".
+        path: the file or directory to search.
+        glob: only files whose name or path matches it, e.g. "*.py"; null for all.
     """
     try:
         regex = re.compile(pattern)
@@ -255,13 +255,13 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
 
 
 def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
-    """Run a shell command in the workspace root and return its exit code and output (stdout and stderr
-    together; long output keeps its start and end). The command is killed after `timeout` seconds. It
-    cannot read from stdin, so use non-interactive flags (e.g. "git --no-pager log", "pip install -q").
+    """Run a shell command in the workspace root; returns its exit code and output (stdout and stderr
+    together; long output keeps its start and end). It is killed after `timeout` seconds. There is no
+    stdin, so use non-interactive flags (e.g. "git --no-pager log", "pip install -q").
 
     Args:
-        command: the shell command line, e.g. "python -m pytest -q".
-        timeout: seconds before the command is killed, 1 to 600.
+        command: e.g. "python -m pytest -q".
+        timeout: seconds, 1 to 600.
     """
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")

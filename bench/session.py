@@ -2,6 +2,7 @@
 
 Prints what a session costs on the wire: TCP connections, HTTP requests, bytes sent, the size of the
 system prompt, and the time from starting `python agent.py` to its first request reaching the server.
+(Prompt tokens over a longer session, compared with a peer agent: bench/tokens.py.)
 Run: python bench/session.py [--runs N]
 """
 
@@ -24,6 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from fake_endpoint import FakeEndpoint  # noqa: E402
 
 from prompt import render_system_prompt  # noqa: E402
+from tokens import load_counter  # noqa: E402
 from tools import TOOLS  # noqa: E402
 
 SCRIPT = [
@@ -69,8 +71,8 @@ def main() -> None:
     prompt = render_system_prompt(TOOLS)
     print(f"python {sys.version.split()[0]}, {len(runs)} runs of a {len(SCRIPT)}-reply session "
           "(list, read, search, edit, run, answer)")
-    print(f"system prompt: {len(prompt):,} characters, {len(prompt.split()):,} words "
-          f"(~{len(prompt) // 4:,} tokens at 4 characters a token)")
+    count, tokenizer = load_counter(None)
+    print(f"system prompt: {len(prompt):,} characters, {count(prompt):,} tokens; counted with {tokenizer}")
     print(f"TCP connections per session: {statistics.mode(r['connections'] for r in runs)}")
     print(f"HTTP requests per session: {runs[0]['requests']}")
     print(f"bytes sent per session: {runs[0]['bytes_sent']:,} (last request {runs[0]['last_request_bytes']:,})")

@@ -3,7 +3,6 @@
 import argparse
 import copy
 import io
-import json
 import re
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 import agent
 from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task, undo
 from client import Reply
+from frames import read_results
 from prompt import NOT_RUN
 from tools import TOOLS, Workspace
 
@@ -36,8 +36,7 @@ def make_session(tmp_path, *replies, max_steps=30):
 
 
 def results_in(message: dict) -> list[dict]:
-    return [json.loads(line[len("tool_result("):-1]) for line in message["content"].splitlines()
-            if line.startswith("tool_result(")]
+    return read_results(message["content"])
 
 
 def test_a_task_lists_reads_and_edits_then_answers(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
+from frames import read_message
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-e2e-secret-0123456789"
@@ -63,7 +64,7 @@ def test_a_session_lists_reads_and_edits_on_one_connection(install, project):
     assert first.body["model"] == "fake-model" and first.body["stop"] == ["\ntool_result("]
     assert [m["role"] for m in last.body["messages"]] == ["system", "user"] + ["assistant", "user"] * 3
     assert [m["content"] for m in last.body["messages"][2::2]] == script[:3]  # the model sees its own calls
-    assert last.body["messages"][3]["content"] == 'tool_result({"tool": "list_files", "ok": true, "output": "greet.py"})'
+    assert read_message(last.body["messages"][3]["content"]) == ([], [{"tool": "list_files", "ok": True, "output": "greet.py"}])
     assert "→ edit_file(" in done.stderr and KEY not in done.stderr + done.stdout
     assert all(KEY not in json.dumps(r.body) for r in endpoint.received)
 
