@@ -118,7 +118,8 @@ def write_atomically(full: Path, data: bytes, mode: int) -> None:
 
 
 def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, int, int]:
-    """Replace the one place `old` matches; returns (new text, rule used, first line, last line changed).
+    """Replace the one place `old` matches; returns (new text, rule used, first and last line new_str fills,
+    the last being first - 1 when it fills none).
 
     Rules, in order, each needing a unique match: exact; ignoring trailing whitespace; a uniform
     indentation offset; tabs versus spaces. Similarity never applies an edit, it only builds the hint.
@@ -339,7 +340,7 @@ def check_python_edit(before: str, after: str, path: str) -> str:
         warnings.simplefilter("ignore")  # SyntaxWarnings from the user's code are not ours to print
         try:
             compile(before, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, MemoryError, RecursionError):  # the last two: nesting too deep to parse
             return ""  # already broken here: the edit may be the fix
         try:
             compile(after, path, "exec", dont_inherit=True)
