@@ -6,14 +6,20 @@ an `EditRefused` whose message tells the model what to do instead.
 Matching is exact first; only when that fails are a few whitespace-only rules tried, each still needing a
 unique match. Similarity never applies an edit (agents that matched by edit distance have corrupted
 users' files); it only picks the lines to show in a hint.
+
+One line model throughout, the same as read_file's: a line ends at CRLF, LF or CR and nowhere else
+(`split_lines`), so the numbers in results, excerpts, diffs and read_file output always agree.
 """
 
 from __future__ import annotations
 
 import difflib
+import io
 import os
 import re
+import sys
 import tempfile
+import tokenize
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +28,14 @@ from pathlib import Path
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
 BOM = b"\xef\xbb\xbf"
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as read_file and edit_file count them: split at CRLF, LF or CR only, with no empty last line
+    after a final newline. str.splitlines also splits at form feeds, U+2028 and other separators, which
+    would make the line numbers of one tool disagree with another's."""
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
 
 
 class EditRefused(Exception):
@@ -73,12 +87,19 @@ def reapply_endings(before: str, endings: list[str], after: str) -> str:
 
 
 def keep_final_newline(before: str, after: str) -> str:
-    """`after`, ending with a newline exactly when `before` did: an edit never adds or drops the last one."""
+    """`after`, ending with a newline exactly when `before` did, unless that newline is all the edit changes.
+
+    Models often add or drop a trailing "\n" on new_str by accident when they edit the last line, so the file's
+    own final newline wins. But an edit whose only change is the final newline (old_str "two", new_str
+    "two\n") asks for exactly that, a common lint fix: undoing it would leave the bytes as they were and
+    report success for nothing, so it is made.
+    """
+    kept = after
     if before.endswith("\n") and after and not after.endswith("\n"):
-        return after + "\n"
-    if not before.endswith("\n") and after.endswith("\n"):
-        return after[:-1]
-    return after
+        kept = after + "\n"
+    elif not before.endswith("\n") and after.endswith("\n"):
+        kept = after[:-1]
+    return after if kept == before else kept
 
 
 def write_atomically(full: Path, data: bytes, mode: int) -> None:
@@ -97,19 +118,23 @@ def write_atomically(full: Path, data: bytes, mode: int) -> None:
 
 
 def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, int, int]:
-    """Replace the one place `old` matches; returns (new text, rule used, first line, last line changed).
+    """Replace the one place `old` matches; returns (new text, rule used, first and last line new_str fills,
+    the last being first - 1 when it fills none).
 
     Rules, in order, each needing a unique match: exact; ignoring trailing whitespace; a uniform
     indentation offset; tabs versus spaces. Similarity never applies an edit, it only builds the hint.
     """
-    count = text.count(old)
-    if count == 1:
-        start = text.index(old)
+    starts = list(find_all(text, old))  # overlapping ones too: "}\n}" in "}\n}\n}" is two places
+    if len(starts) == 1:
+        start = starts[0]
         first = text.count("\n", 0, start) + 1
-        last = first + new.rstrip("\n").count("\n")
-        return text[:start] + new + text[start + len(old):], "exact match", first, max(first, last)
-    if count > 1:
-        raise ambiguous(path, [text.count("\n", 0, i) + 1 for i in find_all(text, old)], "")
+        # The last line new_str now fills (a "\n" ending new_str ends that line, it does not fill the next);
+        # first - 1 when new_str is empty: nothing fills a line, the text was removed.
+        last = first + new.count("\n") - (1 if new.endswith("\n") or not new else 0)
+        return text[:start] + new + text[start + len(old):], "exact match", first, last
+    if starts:
+        lines = [text.count("\n", 0, start) + 1 for start in starts[:20]]
+        raise ambiguous(path, len(starts), lines, overlaps(starts, len(old)), "")
     lines = text.split("\n")
     old_lines = old.removesuffix("\n").split("\n")
     new_body = new.removesuffix("\n") if old.endswith("\n") or new.endswith("\n") else new
@@ -119,26 +144,36 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
             found = [(i, adapt) for i in range(len(lines) - len(old_lines) + 1)
                      if (adapt := rule(lines[i:i + len(old_lines)], old_lines))]
             if len(found) > 1:
-                raise ambiguous(path, [i + 1 for i, _ in found], f" when {rule_name}")
+                starts = [i for i, _ in found]
+                raise ambiguous(path, len(starts), [i + 1 for i in starts[:20]],
+                                overlaps(starts, len(old_lines)), f" when {rule_name}")
             if found:
                 i, adapt = found[0]
                 replacement = [adapt(line) for line in new_lines]
                 text = "\n".join(lines[:i] + replacement + lines[i + len(old_lines):])
-                return text, rule_name, i + 1, max(i + 1, i + len(replacement))
+                return text, rule_name, i + 1, i + len(replacement)
     raise EditRefused(not_found_message(text, old, new, path))
 
 
 def find_all(text: str, part: str) -> Iterator[int]:
+    """Every index where `part` starts in `text`, overlapping matches included (str.count skips those)."""
     start = text.find(part)
     while start != -1:
         yield start
         start = text.find(part, start + 1)
 
 
-def ambiguous(path: str, line_numbers: list[int], how: str) -> EditRefused:
-    where = ", ".join(map(str, line_numbers[:20]))
-    return EditRefused(f"old_str matches {len(line_numbers)} places in {path}{how} (lines {where}). Include more "
-                     "surrounding lines in old_str so that it matches one place only.")
+def overlaps(starts: list[int], length: int) -> bool:
+    """Whether any two matches of this length, starting at these sorted places, share a character (or line)."""
+    return any(later < earlier + length for earlier, later in zip(starts, starts[1:]))
+
+
+def ambiguous(path: str, count: int, line_numbers: list[int], overlapping: bool, how: str) -> EditRefused:
+    lines = sorted(set(line_numbers))  # two overlapping matches may start on the same line
+    where = ("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines))
+    kind = "overlapping places" if overlapping else "places"
+    return EditRefused(f"old_str matches {count} {kind} in {path}{how} ({where}). Include more "
+                       "surrounding lines in old_str so that it matches one place only.")
 
 
 def leading(line: str) -> str:
@@ -209,7 +244,7 @@ LINE_RULES = [
 
 def not_found_message(text: str, old: str, new: str, path: str) -> str:
     """Why old_str did not match: the closest lines in the file, numbered, and a diagnosis when one applies."""
-    lines = text.split("\n")
+    lines = split_lines(text)
     old_lines = old.removesuffix("\n").split("\n")
     message = [f"old_str was not found in {path}."]
     if new.strip() and new in text:
@@ -248,26 +283,139 @@ def numbered(number: int, line: str) -> str:
 
 def numbered_excerpt(text: str, first: int, last: int, context: int = 3) -> str:
     """Lines first..last of text (1-based), with `context` lines either side, numbered like read_file."""
-    lines = text.split("\n")
+    lines = split_lines(text)
     start, end = max(1, first - context), min(len(lines), last + context)
     return "\n".join(numbered(n, lines[n - 1]) for n in range(start, end + 1))
 
 
+def describe_change(before: str, asked: str, after: str, first: int, last: int) -> str:
+    """What an applied edit left, for the model: the lines new_str now fills (`last` < `first` when it filled
+    none), numbered like read_file, and what happened to the final newline, which an excerpt cannot show.
+    `asked` is the text as new_str made it, before keep_final_newline."""
+    n_lines = len(split_lines(after))
+    if n_lines == 0:
+        return "The file is now empty."
+    if last < first:
+        where = f"at line {first}" if first <= n_lines else "at the end of the file"
+        first = last = min(first, n_lines)
+        report = [f"The text was removed {where}; the lines around it now read:"]
+    else:  # a final newline dropped by keep_final_newline may leave `last` one past the end
+        first, last = min(first, n_lines), min(last, n_lines)
+        report = [f"Lines {first}-{last} now read:"]
+    report.append(numbered_excerpt(after, first, last))
+    if before.endswith("\n") != after.endswith("\n"):
+        report.append("(The file now ends with a newline.)" if after.endswith("\n")
+                      else "(The file no longer ends with a newline.)")
+    elif asked != after and not after.endswith("\n"):
+        report.append("(The file still has no newline at its end, as before: to add one, send an edit that "
+                      "changes only that.)")
+    return "\n".join(report)
+
+
 def unified_diff(before: str, after: str, path: str) -> str:
-    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                        f"a/{path}", f"b/{path}"))
+    """The change as `diff -u` prints it, for the user to approve: lines as split_lines counts them, and a
+    last line without a newline marked the standard way, so that what is approved is exactly what is written
+    (line endings aside: those the file keeps)."""
+    return "".join(difflib.unified_diff(diff_lines(before), diff_lines(after), f"a/{path}", f"b/{path}"))
 
 
-def check_still_compiles(before: str, after: str, path: str) -> None:
-    """Refuse a Python edit that breaks a file which compiled before it."""
+def diff_lines(text: str) -> list[str]:
+    lines = [line + "\n" for line in split_lines(text)]
+    if lines and not text.endswith(("\n", "\r")):
+        lines[-1] += "\\ No newline at end of file\n"  # a different line from the same text with its newline
+    return lines
+
+
+def check_python_edit(before: str, after: str, path: str) -> str:
+    """Refuse a Python edit that breaks a file which compiled before it, in a way no Python accepts; return
+    a warning for the result ("" if none) when only the Python running plainagent cannot compile it.
+
+    That Python may be older than the project's: a 3.12 f-string such as f"{d["key"]}" is a SyntaxError on
+    3.11, so refusing every SyntaxError would refuse valid code, and the model could never make the edit.
+    Broken indentation (IndentationError, TabError) and brackets that do not balance outside strings are
+    errors in every Python 3, so those are refused; any other error is applied and named, with the version
+    that found it, for the model to judge.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarnings from the user's code are not ours to print
         try:
             compile(before, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):
-            return  # already broken: the edit may be the fix
+        except (SyntaxError, ValueError, MemoryError, RecursionError):  # the last two: nesting too deep to parse
+            return ""  # already broken here: the edit may be the fix
         try:
             compile(after, path, "exec", dont_inherit=True)
+            return ""
+        except ValueError as error:  # a NUL byte (3.11): no Python reads that
+            raise EditRefused(f"Edit not applied: {path} would no longer compile: {error}. Fix new_str and "
+                              "resend.") from None
         except SyntaxError as error:
-            raise EditRefused(f"Edit not applied: {path} would no longer compile: line {error.lineno}, column "
-                            f"{error.offset}: {error.msg}. Fix new_str and resend.") from None
+            found = error
+    if isinstance(found, IndentationError):  # TabError is an IndentationError too
+        raise EditRefused(f"Edit not applied: {path} would no longer compile: line {found.lineno}, column "
+                          f"{found.offset}: {found.msg}. Fix new_str and resend.")
+    bracket = find_unbalanced_bracket(after)
+    if bracket:
+        line, problem = bracket
+        raise EditRefused(f"Edit not applied: {path} would no longer compile: line {line}: {problem}. Fix "
+                          "new_str and resend.")
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return (f"\nWarning: Python {version}, which plainagent runs on, cannot compile {path} after this edit: "
+            f"line {found.lineno}: {found.msg}. If the project targets a newer Python this may be fine; "
+            "if not, fix it.")
+
+
+CLOSING = {")": "(", "]": "[", "}": "{"}  # closing bracket -> its opening one
+
+
+def find_unbalanced_bracket(text: str) -> tuple[int, str] | None:
+    """(line, problem) for a bracket outside strings and comments that is never closed or closed by the wrong
+    one; None when they balance, or when this Python's tokenizer cannot be sure."""
+    tokens = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            tokens.append(token)
+    except tokenize.TokenError as error:
+        if "EOF in multi-line statement" not in str(error.args[0]):
+            return None  # an unterminated string, say: not a bracket this check can name
+    except SyntaxError:  # the tokenizer's own errors (bad indentation; any error on 3.12+)
+        return None
+    if any(token.type == tokenize.ERRORTOKEN for token in tokens):
+        return None  # this tokenizer lost track of the strings (a 3.12 multi-line f-string read by 3.11)
+    unsure = template_lines(tokens)
+    open_brackets: list[tuple[str, int]] = []  # (bracket, line), innermost last
+    for token in tokens:
+        line = token.start[0]
+        if token.type != tokenize.OP:
+            continue
+        if token.string in "([{":
+            open_brackets.append((token.string, line))
+            continue
+        if token.string not in CLOSING:
+            continue
+        if open_brackets and open_brackets[-1][0] == CLOSING[token.string]:
+            open_brackets.pop()
+            continue
+        if line in unsure or (open_brackets and open_brackets[-1][1] in unsure):
+            return None
+        if not open_brackets:
+            return line, f"unmatched '{token.string}'"
+        bracket, opened = open_brackets[-1]
+        return line, f"'{token.string}' does not close the '{bracket}' opened on line {opened}"
+    if open_brackets and open_brackets[-1][1] not in unsure:
+        bracket, opened = open_brackets[-1]
+        return opened, f"'{bracket}' is never closed"
+    return None
+
+
+def template_lines(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Lines holding an f-string or another prefixed string (t"..." in 3.14): newer Pythons allow quotes
+    and brackets inside their {fields} that an older tokenizer takes for the string's end."""
+    lines: set[int] = set()
+    for previous, token in zip([None, *tokens], tokens):
+        if tokenize.tok_name[token.type] not in ("STRING", "FSTRING_START", "TSTRING_START"):
+            continue
+        prefix = re.match(r"[A-Za-z]*", token.string).group().lower()
+        glued = previous is not None and previous.type == tokenize.NAME and previous.end == token.start
+        if "f" in prefix or "t" in prefix or glued:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return lines

@@ -31,12 +31,13 @@ from edits import (
     BOM,
     LINE_BREAK,
     EditRefused,
-    check_still_compiles,
+    check_python_edit,
     decode_for_edit,
+    describe_change,
     keep_final_newline,
     numbered,
-    numbered_excerpt,
     replace_once,
+    split_lines,
     unified_diff,
     write_atomically,
 )
@@ -210,7 +211,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
         new_str: the text to put in its place (the whole content, for a new file).
     """
     # Models sometimes send CRLF; the file decides the line endings, so work in LF and convert back.
-    old, new = old_str.replace("\r\n", "\n"), new_str.replace("\r\n", "\n")
+    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
+    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     try:
         return change_file(ws, path, old, new)
     except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
@@ -328,13 +330,6 @@ def kill_group(process: subprocess.Popen) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:  # it ended on its own meanwhile
         pass
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as edit_file counts them: split at CRLF, LF or CR only. str.splitlines also splits at form
-    feeds and other separators, which would make read_file's line numbers disagree with edit_file's."""
-    lines = LINE_BREAK.split(text)
-    return lines[:-1] if lines[-1] == "" else lines
 
 
 # name -> function; the order here is the order the prompt lists them in
@@ -480,13 +475,16 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
         raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
     document = decode_for_edit(read_bytes(ws, full, path), path)
-    text, rule, first, last = replace_once(document.text, old, new, path)
-    text = keep_final_newline(document.text, text)
-    if full.suffix == ".py":
-        check_still_compiles(document.text, text, path)
+    asked, rule, first, last = replace_once(document.text, old, new, path)
+    text = keep_final_newline(document.text, asked)
+    data = document.encode(text)
+    if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
+        raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
+                        "there: the edit would change nothing.")
+    warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
     ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
-    ws.write(full, document.encode(text), stat.S_IMODE(full.stat().st_mode), before=document.raw)
-    return f"Edited {path} ({rule}). Lines {first}-{last} now read:\n{numbered_excerpt(text, first, last)}"
+    ws.write(full, data, stat.S_IMODE(full.stat().st_mode), before=document.raw)
+    return f"Edited {path} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
@@ -499,7 +497,7 @@ def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
     os.umask(umask)
     data = content.encode("utf-8")
     ws.write(full, data, 0o666 & ~umask, before=None)
-    return f"Created {path} ({len(content.splitlines())} lines, {len(data):,} bytes)."
+    return f"Created {path} ({len(split_lines(content))} lines, {len(data):,} bytes)."
 
 
 def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:

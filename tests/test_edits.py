@@ -1,62 +1,87 @@
 """edit_file against a varied set of edits as real models send them: each is applied exactly as meant or
 refused with a helpful error, and never a wrong change. Real files, byte-exact, through the tool.
 
-Every matching rule and every byte that must be kept (line endings, BOM, final newline) has rows here; the
-tool's other duties (excerpt, permissions, creating, the journal) are tested in test_tools.py."""
+Every matching rule and every byte that must be kept (line endings, BOM, final newline) has rows here, and so
+do the refusals. Below the tables: what the model reads after an edit and what the user approves (one line
+model, exact about the final newline), and the Python check. The tool's other duties (permissions, the
+journal, the sandbox) are tested in test_tools.py."""
+
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-from edits import EditRefused, decode_for_edit, keep_final_newline, replace_once
+from edits import (
+    EditRefused,
+    check_python_edit,
+    decode_for_edit,
+    find_unbalanced_bracket,
+    keep_final_newline,
+    replace_once,
+    split_lines,
+    unified_diff,
+)
 from tools import Workspace, run_tool
 
 PY_CLASS = b"class Greeter:\n    def greet(self, name):\n        return 'Helo, ' + name\n"
 GO_TABS = b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t}\n}\n"
 
-APPLIED = [  # (id, file bytes, old_str, new_str, bytes after, the rule the result must name or "" for any)
-    ("exact", b"a = 1\nb = 2\n", "b = 2", "b = 3", b"a = 1\nb = 3\n", ""),
-    ("crlf file, lf strings", b"a = 1\r\nb = 2\r\n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3", b"a = 1\r\nb = 2\r\nc = 3\r\n", ""),
-    ("crlf file, crlf strings", b"x\r\ny\r\n", "x\r\ny", "x\r\nz", b"x\r\nz\r\n", ""),
-    ("lf file, crlf strings", b"x\ny\n", "x\r\ny", "x\r\nz", b"x\nz\n", ""),
-    ("bom and crlf", b"\xef\xbb\xbfname,age\r\nann,3\r\n", "ann,3", "ann,4", b"\xef\xbb\xbfname,age\r\nann,4\r\n", ""),
-    ("edit at the very start of a bom file", b"\xef\xbb\xbfhello\n", "hello", "bye", b"\xef\xbb\xbfbye\n", ""),
-    ("no final newline kept", b"one\ntwo", "two", "2\n", b"one\n2", ""),
-    ("final newline kept", b"one\ntwo\n", "two\n", "2", b"one\n2\n", ""),
-    ("model dropped trailing spaces", b"x = 1   \ny = 2\n", "x = 1\ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", ""),
-    ("model added trailing spaces", b"x = 1\ny = 2\n", "x = 1  \ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", ""),
+EXACT, TRAILING, SHIFTED, TABS = ("exact match", "ignoring trailing whitespace", "with the indentation shifted",
+                                 "with tabs and spaces in the indentation converted")
+
+APPLIED = [  # (id, file bytes, old_str, new_str, bytes after, the rule the result must name)
+    ("exact", b"a = 1\nb = 2\n", "b = 2", "b = 3", b"a = 1\nb = 3\n", EXACT),
+    ("crlf file, lf strings", b"a = 1\r\nb = 2\r\n", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3", b"a = 1\r\nb = 2\r\nc = 3\r\n", EXACT),
+    ("crlf file, crlf strings", b"x\r\ny\r\n", "x\r\ny", "x\r\nz", b"x\r\nz\r\n", EXACT),
+    ("lf file, crlf strings", b"x\ny\n", "x\r\ny", "x\r\nz", b"x\nz\n", EXACT),
+    ("bom and crlf", b"\xef\xbb\xbfname,age\r\nann,3\r\n", "ann,3", "ann,4", b"\xef\xbb\xbfname,age\r\nann,4\r\n", EXACT),
+    ("edit at the very start of a bom file", b"\xef\xbb\xbfhello\n", "hello", "bye", b"\xef\xbb\xbfbye\n", EXACT),
+    ("no final newline kept", b"one\ntwo", "two", "2\n", b"one\n2", EXACT),
+    ("final newline kept", b"one\ntwo\n", "two\n", "2", b"one\n2\n", EXACT),
+    ("model dropped trailing spaces", b"x = 1   \ny = 2\n", "x = 1\ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", TRAILING),
+    ("model added trailing spaces", b"x = 1\ny = 2\n", "x = 1  \ny = 2", "x = 9\ny = 2", b"x = 9\ny = 2\n", TRAILING),
     ("model dropped the class indentation", PY_CLASS, "def greet(self, name):\n    return 'Helo, ' + name",
      "def greet(self, name):\n    return 'Hello, ' + name",
-     b"class Greeter:\n    def greet(self, name):\n        return 'Hello, ' + name\n", ""),
+     b"class Greeter:\n    def greet(self, name):\n        return 'Hello, ' + name\n", SHIFTED),
     ("tabs file, 4-space model", GO_TABS, "    if ready {\n        start()\n    }",
      "    if ready {\n        start()\n        log()\n    }",
-     b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t\tlog()\n\t}\n}\n", ""),
+     b"package main\n\nfunc main() {\n\tif ready {\n\t\tstart()\n\t\tlog()\n\t}\n}\n", TABS),
     ("tabs file, 8-space model", GO_TABS, "        start()", "        begin()",
-     b"package main\n\nfunc main() {\n\tif ready {\n\t\tbegin()\n\t}\n}\n", ""),
-    ("delete lines", b"keep\ndrop me\nkeep too\n", "drop me\n", "", b"keep\nkeep too\n", ""),
-    ("mixed endings: untouched lines keep theirs", b"x\r\ny\nz\r\n", "y", "Y", b"x\r\nY\nz\r\n", ""),
-    ("mixed endings: a line added at the end", b"x\r\ny\n", "y\n", "y\nw\n", b"x\r\ny\nw\n", ""),
-    ("unicode", "naïve = '☕'\n".encode(), "'☕'", "'🍵'", "naïve = '🍵'\n".encode(), ""),
+     b"package main\n\nfunc main() {\n\tif ready {\n\t\tbegin()\n\t}\n}\n", TABS),
+    ("delete lines", b"keep\ndrop me\nkeep too\n", "drop me\n", "", b"keep\nkeep too\n", EXACT),
+    ("mixed endings: untouched lines keep theirs", b"x\r\ny\nz\r\n", "y", "Y", b"x\r\nY\nz\r\n", EXACT),
+    ("mixed endings: a line added at the end", b"x\r\ny\n", "y\n", "y\nw\n", b"x\r\ny\nw\n", EXACT),
+    ("unicode", "naïve = '☕'\n".encode(), "'☕'", "'🍵'", "naïve = '🍵'\n".encode(), EXACT),
     ("python edit that still compiles", b"def f():\n    return 1\n", "return 1", "return (1 +\n            2)",
-     b"def f():\n    return (1 +\n            2)\n", ""),
+     b"def f():\n    return (1 +\n            2)\n", EXACT),
     ("crlf file, lf old_str, new lines get crlf", b"a = 1\r\nb = 2\r\nc = 3\r\n", "b = 2\nc = 3", "b = 20\nbb = 21\nc = 3",
-     b"a = 1\r\nb = 20\r\nbb = 21\r\nc = 3\r\n", ""),
-    ("crlf strings on an lf file, two lines", b"one\ntwo\n", "one\r\ntwo", "one\r\n2", b"one\n2\n", ""),
-    ("bom kept", b"\xef\xbb\xbfhello\nworld\n", "world", "there", b"\xef\xbb\xbfhello\nthere\n", ""),
+     b"a = 1\r\nb = 20\r\nbb = 21\r\nc = 3\r\n", EXACT),
+    ("crlf strings on an lf file, two lines", b"one\ntwo\n", "one\r\ntwo", "one\r\n2", b"one\n2\n", EXACT),
+    ("bom kept", b"\xef\xbb\xbfhello\nworld\n", "world", "there", b"\xef\xbb\xbfhello\nthere\n", EXACT),
     ("trailing whitespace drift over two lines", b"x = 1   \ny = 2\t\nz = 3\n", "x = 1\ny = 2\n", "x = 10\ny = 20\n",
-     b"x = 10\ny = 20\nz = 3\n", "(ignoring trailing whitespace)"),
+     b"x = 10\ny = 20\nz = 3\n", TRAILING),
     ("uniform indentation offset re-indents new_str",
      b"class A:\n    def f(self):\n        if x:\n            return 1\n        return 2\n",
      "if x:\n    return 1\nreturn 2", "if x:\n    return 10\nreturn 20",
-     b"class A:\n    def f(self):\n        if x:\n            return 10\n        return 20\n", "(with the indentation shifted)"),
+     b"class A:\n    def f(self):\n        if x:\n            return 10\n        return 20\n", SHIFTED),
     ("old_str indented deeper than the file", b"def f():\n    return 1\n", "        def f():\n            return 1",
-     "        def f():\n            return 2", b"def f():\n    return 2\n", "(with the indentation shifted)"),
+     "        def f():\n            return 2", b"def f():\n    return 2\n", SHIFTED),
     ("tab file, space model, lines added", b"func main() {\n\tif ok {\n\t\tfmt.Println(1)\n\t}\n}\n",
      "    if ok {\n        fmt.Println(1)\n    }", "    if ok {\n        fmt.Println(2)\n        fmt.Println(3)\n    }",
-     b"func main() {\n\tif ok {\n\t\tfmt.Println(2)\n\t\tfmt.Println(3)\n\t}\n}\n", "tabs and spaces"),
+     b"func main() {\n\tif ok {\n\t\tfmt.Println(2)\n\t\tfmt.Println(3)\n\t}\n}\n", TABS),
     ("space file, tab model keeps spaces", b"def f():\n    x = 1\n    return x\n", "def f():\n\tx = 1", "def f():\n\tx = 2",
-     b"def f():\n    x = 2\n    return x\n", "tabs and spaces"),
+     b"def f():\n    x = 2\n    return x\n", TABS),
     ("mixed endings: new lines take the ending of the line they replace", b"a\r\nb\nc\r\nd\n", "b\nc", "b2\nb3\nc",
-     b"a\r\nb2\nb3\nc\r\nd\n", ""),
-    ("old mac endings kept", b"one\rtwo\r", "two", "2\n3", b"one\r2\r3\r", ""),
+     b"a\r\nb2\nb3\nc\r\nd\n", EXACT),
+    ("old mac endings kept", b"one\rtwo\r", "two", "2\n3", b"one\r2\r3\r", EXACT),
+    ("a lone cr in new_str is a line break in the file's style", b"a\nb\n", "b", "b\rc", b"a\nb\nc\n", EXACT),
+    ("adding only the missing final newline", b"one\ntwo", "two", "two\n", b"one\ntwo\n", EXACT),
+    ("adding only the missing final newline, crlf", b"one\r\ntwo", "two", "two\r\n", b"one\r\ntwo\r\n", EXACT),
+    ("removing only the final newline", b"one\ntwo\n", "two\n", "two", b"one\ntwo", EXACT),
+    ("form feed and u+2028 are not line breaks", "x = 1\n\x0cy = '\u2028'\nz = 3\n".encode(), "z = 3", "z = 4",
+     "x = 1\n\x0cy = '\u2028'\nz = 4\n".encode(), EXACT),
+    ("a line rule matching lines that overlap its own pattern", b"}  \n}\n", "}\n}  ", "}\n}", b"}\n}\n", TRAILING),
 ]
 
 
@@ -65,7 +90,7 @@ def test_applied_exactly_as_meant(tmp_path, before, old, new, after, rule):
     name = "f.py" if b"def " in before or b"class " in before else "f.txt"
     (tmp_path / name).write_bytes(before)
     result = run_tool(Workspace(tmp_path), "edit_file", {"path": name, "old_str": old, "new_str": new})
-    assert result.ok and rule in result.output, result.output
+    assert result.ok and result.output.startswith(f"Edited {name} ({rule}). "), result.output
     assert (tmp_path / name).read_bytes() == after
 
 
@@ -80,6 +105,19 @@ REFUSED = [  # (id, file bytes, path, old_str, new_str, fragment of the error)
     ("create over an existing file", b"keep\n", "f.txt", "", "new", "already exists"),
     ("breaks python", b"def f():\n    return 1\n", "f.py", "return 1", "return (1", "would no longer compile: line 2"),
     ("identical", b"a\n", "f.txt", "a", "a", "identical"),
+    ("overlapping matches", b"}\n}\n}\n", "f.txt", "}\n}", "}", "old_str matches 2 overlapping places in f.txt (lines 1, 2)"),
+    ("overlapping matches on one line", b"aaa\n", "f.txt", "aa", "b", "matches 2 overlapping places in f.txt (line 1)."),
+    ("overlapping line-rule matches", b"}  \n}  \n}  \n", "f.txt", "}\n}", "}",
+     "matches 2 overlapping places in f.txt when ignoring trailing whitespace (lines 1, 2)"),
+    ("changes nothing once trailing whitespace is ignored", b"x = 1\n", "f.txt", "x = 1  ", "x = 1",
+     "old_str matched line 1 of f.txt (ignoring trailing whitespace), and new_str is what is already there"),
+    ("breaks python indentation", b"def f():\n    return 1\n", "f.py", "    return 1", "return 1",
+     "would no longer compile: line 2, column 1: expected an indented block"),
+    ("mixes tabs and spaces", b"if x:\n        a = 1\n", "f.py", "        a = 1", "        a = 1\n\tb = 2",
+     "would no longer compile: line 3, column 1: inconsistent use of tabs and spaces"),
+    ("closes a bracket that is not open", b"x = [1]\n", "f.py", "x = [1]", "x = [1]]", "line 1: unmatched ']'"),
+    ("closes the wrong bracket", b"x = [1]\n", "f.py", "x = [1]", "x = [1)",
+     "line 1: ')' does not close the '[' opened on line 1"),
 ]
 
 
@@ -124,7 +162,10 @@ def test_replace_once_refuses_when_only_whitespace_inside_lines_differs():
         replace_once("x = a + b\n", "x = a+b", "x = 0", "f")
 
 
-@pytest.mark.parametrize("before, after, kept", [("a\n", "b", "b\n"), ("a", "b\n", "b"), ("a\n", "", ""), ("a", "b", "b")])
+@pytest.mark.parametrize("before, after, kept", [
+    ("a\n", "b", "b\n"), ("a", "b\n", "b"), ("a\n", "", ""), ("a", "b", "b"),
+    ("x\na", "x\na\n", "x\na\n"), ("x\na\n", "x\na", "x\na"),  # the newline is all the edit changes: made
+])
 def test_keep_final_newline(before, after, kept):
     assert keep_final_newline(before, after) == kept
 
@@ -133,3 +174,145 @@ def test_decode_for_edit_round_trips_bytes():
     for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r"]:
         document = decode_for_edit(raw, "f")
         assert document.encode(document.text) == raw
+
+
+def test_replace_once_counts_overlapping_matches_as_separate_places():
+    with pytest.raises(EditRefused, match=r"matches 2 overlapping places in f \(lines 2, 3\)"):
+        replace_once("{\n}\n}\n}\n", "}\n}", "}", "f")
+    with pytest.raises(EditRefused, match=r"matches 3 places in f \(lines 1, 2, 3\)"):  # touching is not overlapping
+        replace_once("ab\nab\nab\n", "ab", "x", "f")
+
+
+def test_replace_once_says_when_new_str_fills_no_line():
+    assert replace_once("a\nb\nc\n", "b\n", "", "f") == ("a\nc\n", "exact match", 2, 1)
+    assert replace_once("a\n  b  \nc\n", "b\n", "", "f") == ("a\nc\n", "with the indentation shifted", 2, 1)
+
+
+# --- what the model reads after an edit, and what the user approves ---
+
+
+def edit(tmp_path, name, before: bytes, old, new, confirm=None):
+    (tmp_path / name).write_bytes(before)
+    ws = Workspace(tmp_path)
+    if confirm:
+        ws.confirm = confirm
+    return ws, run_tool(ws, "edit_file", {"path": name, "old_str": old, "new_str": new})
+
+
+@pytest.mark.parametrize("before, old, new, output", [
+    (b"one\ntwo\n", "two", "2", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2"),
+    (b"one\ntwo\nthree\n", "two\n", "", "Edited f.txt (exact match). The text was removed at line 2; the lines "
+     "around it now read:\n     1\tone\n     2\tthree"),
+    (b"one\ntwo\n", "two\n", "", "Edited f.txt (exact match). The text was removed at the end of the file; the "
+     "lines around it now read:\n     1\tone"),
+    (b"one\n", "one\n", "", "Edited f.txt (exact match). The file is now empty."),
+    (b"one\ntwo", "two", "two\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\ttwo\n"
+     "(The file now ends with a newline.)"),
+    (b"one\ntwo\n", "two\n", "two", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\ttwo\n"
+     "(The file no longer ends with a newline.)"),
+    (b"one\ntwo", "two", "2\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2\n"
+     "(The file still has no newline at its end, as before: to add one, send an edit that changes only that.)"),
+    # One of the two newlines is taken for the accidental one; the other ends line 2, and the result says so.
+    (b"one\ntwo", "two", "2\n\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2\n"
+     "(The file now ends with a newline.)"),
+])
+def test_the_result_shows_the_lines_as_they_now_are(tmp_path, before, old, new, output):
+    """No phantom line after the last one; a removal and a final newline the excerpt cannot show are said."""
+    assert edit(tmp_path, "f.txt", before, old, new)[1].output == output
+
+
+def test_the_numbers_agree_with_read_file_when_lines_hold_form_feeds_and_u2028(tmp_path):
+    before = "a = 1\n\x0cb = '\u2028'\r\nc = '\x1c\x85'\nd = 4\n".encode()
+    asked = []
+    ws, result = edit(tmp_path, "f.py", before, "d = 4", "d = 5", lambda *request: asked.append(request))
+    assert result.output == ("Edited f.py (exact match). Lines 4-4 now read:\n     1\ta = 1\n     2\t\x0cb = '\u2028'"
+                             "\n     3\tc = '\x1c\x85'\n     4\td = 5")
+    listing = run_tool(ws, "read_file", {"path": "f.py"}).output
+    assert listing == result.output.split("now read:\n")[1] + "\n(lines 1-4 of 4; end of file)"
+    assert asked[0][2] == ("--- a/f.py\n+++ b/f.py\n@@ -1,4 +1,4 @@\n a = 1\n \x0cb = '\u2028'\n c = '\x1c\x85'\n"
+                           "-d = 4\n+d = 5\n")
+
+
+@pytest.mark.parametrize("before, old, new, diff", [
+    (b"one\ntwo", "two", "2", "@@ -1,2 +1,2 @@\n one\n-two\n\\ No newline at end of file\n+2\n"
+     "\\ No newline at end of file\n"),
+    (b"one\ntwo", "two", "two\n", "@@ -1,2 +1,2 @@\n one\n-two\n\\ No newline at end of file\n+two\n"),
+    (b"one\r\ntwo\r\n", "two\n", "two", "@@ -1,2 +1,2 @@\n one\n-two\n+two\n\\ No newline at end of file\n"),
+    (b"one\ntwo", "one", "1", "@@ -1,2 +1,2 @@\n-one\n+1\n two\n\\ No newline at end of file\n"),
+])
+def test_the_diff_to_approve_is_exact_about_the_final_newline(tmp_path, before, old, new, diff):
+    asked = []
+    edit(tmp_path, "f.txt", before, old, new, lambda *request: asked.append(request))
+    assert asked == [("edit", "edit f.txt", "--- a/f.txt\n+++ b/f.txt\n" + diff)]
+
+
+def test_unified_diff_is_what_patch_applies(tmp_path):
+    """The approved diff is a real patch: GNU patch turns the old file into the new one, byte for byte."""
+    if not shutil.which("patch"):
+        pytest.skip("no patch program")
+    for before, after in [("one\ntwo", "one\n2"), ("one\ntwo", "one\ntwo\n"), ("a\n\x0cb\n", "a\n\x0cc"), ("x\n", "")]:
+        (tmp_path / "f.txt").write_text(before, newline="")
+        (tmp_path / "d.patch").write_text(unified_diff(before, after, "f.txt"), newline="")
+        subprocess.run(["patch", "-s", "-p1", "-i", "d.patch"], cwd=tmp_path, check=True)
+        assert (tmp_path / "f.txt").read_bytes() == after.encode()
+
+
+def test_an_edit_that_changes_no_byte_is_refused_and_neither_asked_nor_journaled(tmp_path):
+    asked = []
+    ws, result = edit(tmp_path, "f.txt", b"x = 1\n", "x = 1  ", "x = 1", lambda *request: asked.append(request))
+    assert result.output == ("old_str matched line 1 of f.txt (ignoring trailing whitespace), and new_str is what is "
+                             "already there: the edit would change nothing. No changes were made.")
+    assert not result.ok and asked == [] and ws.journal == [] and (tmp_path / "f.txt").read_bytes() == b"x = 1\n"
+
+
+def test_creating_a_file_counts_lines_as_read_file_does(tmp_path):
+    result = run_tool(Workspace(tmp_path), "edit_file", {"path": "n.txt", "old_str": "", "new_str": "a\x0cb\u2028c\nd"})
+    assert result.output == "Created n.txt (2 lines, 9 bytes)."
+
+
+# --- the Python check: refuse what no Python accepts, warn about what this one does not ---
+
+
+def test_code_for_a_newer_python_is_applied_with_a_warning_that_names_the_problem(tmp_path):
+    _, result = edit(tmp_path, "f.py", b"d = {}\nx = 1\n", "x = 1", 'x = f"{d["a"]}"')
+    assert result.ok and (tmp_path / "f.py").read_bytes() == b'd = {}\nx = f"{d["a"]}"\n'
+    if sys.version_info < (3, 12):
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        assert result.output.endswith(f"\nWarning: Python {version}, which plainagent runs on, cannot compile f.py "
+                                      "after this edit: line 2: f-string: unmatched '['. If the project targets a "
+                                      "newer Python this may be fine; if not, fix it."), result.output
+    else:
+        assert "Warning" not in result.output
+
+
+def test_an_error_that_is_not_structural_is_a_warning_even_if_no_python_accepts_it():
+    """The rule is kept simple on purpose: only indentation and brackets are judged certain."""
+    warning = check_python_edit("x = 1\n", "x = = 1\n", "f.py")
+    assert warning.startswith("\nWarning: Python ") and "line 1: invalid syntax" in warning
+
+
+def test_a_file_that_did_not_compile_before_is_not_judged():
+    assert check_python_edit("def f(:\n", "def f(:\nreturn\n", "f.py") == ""
+
+
+@pytest.mark.parametrize("source, found", [
+    ("x = (1,\n     2)\n", None),
+    ("def f():\n    return (1\n", (2, "'(' is never closed")),
+    ("x = [\n  {1: 2}\n", (1, "'[' is never closed")),
+    ("x = 1)\n", (1, "unmatched ')'")),
+    ("x = {1: [2}\n", (1, "'}' does not close the '[' opened on line 1")),
+    ("s = '(['  # ) ]\n", None),  # brackets in strings and comments do not count
+    ('s = """\n(\n"""\n', None),
+    ('x = f"{d["}"]}"\n', None),  # 3.12: a valid f-string; 3.11 reads a stray "}": not sure, so no verdict
+    ('x = t"{d["}"]}"\n', None),  # 3.14 template string, likewise
+    ('x = f"{\n  a\n}"\n', None),  # 3.12 multi-line field: 3.11 loses track of the string
+    ('x = f"{a}" + (1\n', None),  # on an f-string's line even a real error is left to the compiler's warning
+    ("x = f'{a}'\ny = (1\n", (2, "'(' is never closed")),
+])
+def test_find_unbalanced_bracket(source, found):
+    assert find_unbalanced_bracket(source) == found
+
+
+def test_split_lines_breaks_at_crlf_lf_and_cr_only():
+    assert split_lines("a\r\nb\nc\rd\x0ce\u2028f\x1cg\x85h\n") == ["a", "b", "c", "d\x0ce\u2028f\x1cg\x85h"]
+    assert split_lines("") == [] and split_lines("\n") == [""] and split_lines("a") == ["a"]
