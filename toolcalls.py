@@ -41,7 +41,7 @@ RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.I
 SPEAKER_LINE = re.compile(PREFIX + r"(?:User|Human|Observation)" + EMPHASIS + ":", re.IGNORECASE)
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
-JSON_STYLE = re.compile(r'<function=(\w+)|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"')
+JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
 CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
 LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrt]|u[0-9a-fA-F]{4})')
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
@@ -167,16 +167,18 @@ def drop_blank_lines(text: str) -> str:
 def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | None:
     """`tool: NAME` at `position`, if it has the shape of a call rather than of a sentence.
 
-    A call names a known tool; or opens its arguments with `({` or `()`; or spells the keyword exactly as the
-    protocol does, lower case, with '(' or nothing after the name (`tool: bash`, a tool the model imagined).
-    `Tool: pytest, all green.`, `Tool: pytest (all green)` and `Tool: pytest` alone are prose.
+    A call opens its arguments with `({` or `()`, or names a known tool and then '('. Written exactly as the
+    protocol spells it, lower case, `tool:` also starts a call before a known name (`tool: read_file a.py`) or
+    before a name with '(' or nothing after it (`tool: bash`, a tool the model imagined). So
+    `Tool: pytest, all green.`, `Tool: pytest (all green)` and `Tool: read_file reads files.` are prose.
     """
     head = HEAD.match(text, position)
     if not head:
         return None
     keyword, name, paren = head.groups()
-    if (name in tool_names or (paren and text.startswith(("{", ")"), skip_space(text, head.end())))
-            or (keyword == "tool" and (paren or end_of_line(text, head.end()) == head.end()))):
+    if paren and (name in tool_names or text.startswith(("{", ")"), skip_space(text, head.end()))):
+        return head
+    if keyword == "tool" and (paren or name in tool_names or end_of_line(text, head.end()) == head.end()):
         return head
     return None
 

@@ -43,6 +43,7 @@ CALLS = [  # (id, reply, expected calls as (name, args, repair))
     ("bold keyword in a bullet", '- **tool:** read_file({"path": "a.py"})', [("read_file", R, None)]),
     ("backticked name", 'tool: `read_file`({"path": "a.py"})', [("read_file", R, None)]),
     ("bold name", 'tool: **read_file**({"path": "a.py"})', [("read_file", R, None)]),
+    ("bold keyword and name", '**tool: read_file**({"path": "a.py"})', [("read_file", R, None)]),
     ("inline backticks", '`tool: read_file({"path": "a.py"})`', [("read_file", R, None)]),
     ("quote", '> tool: read_file({"path": "a.py"})', [("read_file", R, None)]),
     ("indented", '    tool: read_file({"path": "a.py"})', [("read_file", R, None)]),
@@ -108,6 +109,9 @@ ANSWERS = [  # real answers, with protocol-like words in them: no call, no note,
     "Tool: pytest (all green).",
     "I ran the checks.\nTool: pytest\nResult: 12 passed",
     "Tool: ruff, no findings.\nTool: mypy, 2 errors, listed below.",
+    "Tool: read_file\nPurpose: shows a file with line numbers.",
+    "TOOL: edit_file replaces one exact, unique string.",
+    "Qwen3-Coder writes <function=read_file> tags.",
     "The log shows\n  user: root\n  tool: none needed",
     "The parser reads lines like `tool: NAME({json})`.",
     "read_file(path) returns numbered lines; write_file does not exist.",
@@ -136,7 +140,8 @@ REFUSED = [  # (id, reply, fragment of the problem)
     ("array arguments", 'tool: read_file(["a.py"])', "must be one JSON object"),
     ("positional string", 'tool: read_file("a.py")', "must be one JSON object"),
     ("no parenthesis", "tool: read_file a.py", "its arguments must follow in parentheses, like tool: read_file({...})"),
-    ("known name, capitalised keyword", "Tool: read_file", "its arguments must follow in parentheses"),
+    ("known name alone", "tool: read_file", "its arguments must follow in parentheses"),
+    ("known name, capitalised keyword, with '('", "Tool: read_file (a.py)", "could not be read: the arguments are not"),
     ("unescaped inner quotes are not guessed", 'tool: edit_file({"path": "a.py", "old_str": "say "hi"", "new_str": "x"})',
      "not valid JSON"),
     ("bare call", 'read_file({"path": "a.py"})', "A line starts with read_file( but not with `tool:`"),
@@ -301,7 +306,8 @@ def test_a_bad_call_among_good_ones_keeps_its_place():
 
 TRICKY = ["<think>", "</think>", "tool_result(", "User:", "Human:", "Observation:", "tool: read_file(", "\r", "\r\n",
           "\n", '"', "'", "\\", "\\n", "{", "}", "(", ")", "[", "]", "```", "**", " ", "\t", "é", "\u2028", "\u2029",
-          "\U0001f600", "\u201c", "\u201d", "\u2018", "\u00a0", "\x00", "\x1b", "tool:", "a", "x = 1", "Ω"]
+          "\U0001f600", "\u201c", "\u201d", "\u2018", "\u00a0", "\x00", "\x1b", "\ud83d", "\ufeff", "tool:", "a",
+          "x = 1", "Ω", "})", "tool: list_files()"]
 PROSE = ["Let me look at the file first.", "Then I will edit it.", "The <think> tag and the tool_result( marker.",
          "Running the tests (quietly).", "Paths are {relative}.", "Naïve café, 100 \u201cquotes\u201d \U0001f600."]
 ANSWER_LINES = ["User: admin (id 1)", "Tool: pytest, all green.", "Observation: it fails.", "Human-readable."]
@@ -316,7 +322,9 @@ def random_text(rng: random.Random) -> str:
 def random_args(rng: random.Random) -> dict:
     keys = rng.sample(["path", "old_str", "new_str", "command", "pattern", "glob", "tool_result(", "</think>"],
                       rng.randint(0, 4))
-    return {key: rng.choice([random_text(rng), random_text(rng), rng.randint(-5, 10**6), None, True]) for key in keys}
+    values = [random_text(rng), random_text(rng), rng.randint(-5, 10**6), 0.5, None, True,
+              [random_text(rng), {"(": random_text(rng)}]]
+    return {key: rng.choice(values) for key in keys}
 
 
 def render_call(rng: random.Random, name: str, args: dict) -> str:
