@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # found, never rewritten: a CRLF inside an argument stays a CRLF
-# What may stand before `tool:` on its line: indentation, list markers, quote marks, bold and backticks.
-PREFIX = r"[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*"
+# What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
+PREFIX = r"[ \t]*(?:(?:[-*+]|\d+[.)]|\[[ xX]\])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*"
 LINE_PREFIX = re.compile(PREFIX)
 EMPHASIS = r"[`*_]*"
 # `tool:` and the name after it: (keyword, name, the '(' opening the arguments if there is one). Markdown may
@@ -33,8 +33,8 @@ HEAD = re.compile(r"(tool)" + EMPHASIS + ":" + EMPHASIS + r"[ \t]*[`*]*([A-Za-z_
                   re.IGNORECASE)
 MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
 BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
-# Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, closing backticks.
-BETWEEN_CALLS = re.compile(r"[ \t;,&`*_]*")
+# Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
+BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
 # Where a reply stops being the model's own turn. A result line always does; a speaker's name only after
 # a call, since before one it is more likely an answer's own text ("User: admin (id 1)").
 RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
