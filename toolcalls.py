@@ -24,13 +24,14 @@ MAX_CALLS = 10  # calls run from one reply; more is usually a model that has sto
 
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # found, never rewritten: a CRLF inside an argument stays a CRLF
 # What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
-PREFIX = r"[ \t]*(?:(?:[-*+]|\d+[.)]|\[[ xX]\])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*"
+# Possessive (`*+`): "****" can be split into marks in many ways, and trying them all on a line of 40 underscores
+# (a common separator) would take hours.
+PREFIX = r"[ \t]*+(?:(?:[-*+]|\d+[.)]|\[[ xX]\])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*+"
 LINE_PREFIX = re.compile(PREFIX)
-EMPHASIS = r"[`*_]*"
+EMPHASIS = r"[`*_]*"  # bold, italics or code marks around a word
 # `tool:` and the name after it: (keyword, name, the '(' opening the arguments if there is one). Markdown may
 # wrap the keyword (`**tool:**`, `**tool**:`, `` `tool:` ``) or the name.
-HEAD = re.compile(r"(tool)" + EMPHASIS + ":" + EMPHASIS + r"[ \t]*[`*]*([A-Za-z_]\w*(?:[.-]\w+)*)[`*]*[ \t]*(\()?",
-                  re.IGNORECASE)
+HEAD = re.compile(r"(tool)[`*_]*:[`*_ \t]*+([A-Za-z_]\w*(?:[.-]\w+)*)[`*]*[ \t]*(\()?", re.IGNORECASE)
 MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
 BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
 # Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
@@ -42,6 +43,7 @@ SPEAKER_LINE = re.compile(PREFIX + r"(?:User|Human|Observation)" + EMPHASIS + ":
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
+LENIENT_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines and tabs inside strings are read as such
 CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
 LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrt]|u[0-9a-fA-F]{4})')
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
@@ -220,13 +222,17 @@ def read_arguments(text: str, start: int) -> tuple[dict, int, str | None]:
     if text.startswith(")", position):
         return {}, position + 1, None
     try:
-        value, end = json.JSONDecoder(strict=False).raw_decode(text, position)
+        value, end = LENIENT_JSON.raw_decode(text, position)
     except json.JSONDecodeError as error:
         return repair_arguments(text, start, position, error)
+    except (ValueError, RecursionError):  # a 5000-digit number, `[[[[...` thousands deep: no cause for a traceback
+        close = matching_paren(text, start - 1)
+        raise Unreadable("the arguments hold a number too long or brackets nested too deep to read.",
+                         len(text) if close is None else close + 1) from None
     if isinstance(value, str):  # a JSON string holding the object: decode it once more
         try:
-            value = json.loads(value, strict=False)
-        except json.JSONDecodeError:
+            value = LENIENT_JSON.decode(value)
+        except (ValueError, RecursionError):
             pass
     if not isinstance(value, dict):
         raise Unreadable("the arguments must be one JSON object, like {\"path\": \"a.py\"}.", end)
@@ -258,8 +264,8 @@ def candidate_repairs(inner: str):
     for repair, candidate in attempts:
         if candidate != inner:
             try:
-                yield repair, json.loads(candidate, strict=False)
-            except json.JSONDecodeError:
+                yield repair, LENIENT_JSON.decode(candidate)
+            except (ValueError, RecursionError):
                 pass
     for source in dict.fromkeys([inner, curly]):
         try:
@@ -316,10 +322,12 @@ def bare_call(text: str, position: int, tool_names: list[str]) -> tuple[str, int
     head = BARE_HEAD.match(text, position)
     if not head or head.group(1) not in tool_names:
         return None
-    try:
-        return head.group(1), read_arguments(text, head.end())[1]
-    except Unreadable:  # code that merely calls a function of the same name
+    try:  # strict JSON only: repairs would scan the rest of the reply for every line of code like this
+        value, end = LENIENT_JSON.raw_decode(text, skip_space(text, head.end()))
+    except (ValueError, RecursionError):  # code that merely calls a function of the same name
         return None
+    close = skip_space(text, end)
+    return (head.group(1), close + 1) if isinstance(value, dict) and text.startswith(")", close) else None
 
 
 def find_mentions(prose: str, tool_names: list[str]) -> list[str]:

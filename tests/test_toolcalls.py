@@ -3,6 +3,7 @@
 import json
 import random
 import string
+import time
 
 import pytest
 
@@ -304,6 +305,25 @@ def test_strict_json_is_preferred_over_repairs():
 def test_a_bad_call_among_good_ones_keeps_its_place():
     reply = 'tool: list_files()\ntool: read_file({"path": \n'
     assert [kind for kind, *_ in calls_of(reply)] == ["call", "bad"]
+
+
+PATHOLOGICAL = [  # (id, reply, the calls read) — each of these once took seconds to hours, or ended in a traceback
+    ("a separator line of underscores", "tool: list_files()\n" + "_" * 24, ["list_files"]),
+    ("a separator line of stars", "*" * 24 + "x", []),
+    ("a horizontal rule of spaced stars", "* " * 24 + "x", []),
+    ("a 5000-digit number", 'tool: read_file({"n": ' + "9" * 5000 + "})", ["bad"]),
+    ("brackets 5000 deep", "tool: read_file(" + "[" * 5000 + ")", ["bad"]),
+    ("a bare call holding a 5000-digit number", 'read_file({"n": ' + "9" * 5000 + "})", []),
+    ("five thousand lines of code calling read_file", 'read_file({"path": \n' * 5000, []),
+]
+
+
+@pytest.mark.parametrize("reply, kinds", [(r, k) for _, r, k in PATHOLOGICAL], ids=[i for i, *_ in PATHOLOGICAL])
+def test_pathological_replies_are_read_quickly_and_without_error(reply, kinds):
+    started = time.perf_counter()
+    parsed = parse_reply(reply, NAMES)
+    assert [c.name if isinstance(c, ToolCall) else "bad" for c in parsed.calls] == kinds
+    assert time.perf_counter() - started < 1.0
 
 
 # --- the promise, as a property: a call written is read back exactly, and nothing else is a call ---
