@@ -136,15 +136,14 @@ def drop_reasoning(reply: str, tool_names: list[str]) -> str:
     'The answer is 4.'
     """
     text = reply
-    if text.lstrip().startswith("<think>"):
-        while text.lstrip().startswith("<think>"):
-            close = text.find("</think>")
-            if close == -1:  # cut off while still reasoning: nothing of it is an answer or a call
-                return ""
-            text = text[close + len("</think>"):]
-    elif close := ORPHAN_CLOSE.search(text):  # a server that puts `<think>` in the prompt sends only `</think>`
-        if "<think>" not in text[:close.start()] and close.start() < first_call_line(text, tool_names):
-            text = text[close.end():]
+    close = ORPHAN_CLOSE.search(text)  # a server that puts `<think>` in the prompt sends only `</think>`
+    if close and "<think>" not in text[:close.start()] and close.start() < first_call_line(text, tool_names):
+        text = text[close.end():]
+    while text.lstrip().startswith("<think>"):
+        close_at = text.find("</think>")
+        if close_at == -1:  # cut off while still reasoning: nothing of it is an answer or a call
+            return ""
+        text = text[close_at + len("</think>"):]
     return drop_blank_lines(text)
 
 
