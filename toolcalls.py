@@ -3,7 +3,14 @@
 Models do not write the format exactly as told: they wrap calls in code fences, bullets or bold, spread
 the JSON over lines, use Python dicts or curly quotes, write the result themselves and carry on, or get cut
 off. The parser accepts every clear intention, answers every unclear one with a `BadCall` saying what to
-fix (never silence), and never produces a call the model did not write.
+fix (never silence), and never produces a call the model did not write. Three rules keep it so:
+
+- A call's arguments are read exactly as written. Nothing is removed or rewritten inside them (not a
+  `<think>` tag, not a line ending, not a protocol word), and the history keeps every call as written.
+- Reasoning is only ever leading: a `<think>` block at the start, or the text before a `</think>` whose
+  opening tag the server stripped, if that comes before the first call. A tag anywhere else is text.
+- Only the protocol is taken as protocol: a `tool:` line naming a tool in the call's shape, and a
+  `tool_result(` line. An answer that says "User: admin (id 1)" or "Tool: pytest, all green." is an answer.
 """
 
 from __future__ import annotations
@@ -15,19 +22,32 @@ from dataclasses import dataclass, field
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
 
-# What may stand before `tool:` on its line: indentation, list markers, quote marks, bold and backticks.
-PREFIX = r"^[ \t]*(?:(?:[-*+]|\d+[.)])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*"
-CALL_LINE = re.compile(PREFIX + r"tool:", re.IGNORECASE)
-# MULTILINE, because it is matched at a line start inside the reply (`^` would otherwise mean position 0).
-CALL_HEAD = re.compile(PREFIX + r"tool:[ \t]*([A-Za-z_][\w.-]*)[ \t]*\(", re.IGNORECASE | re.MULTILINE)
-# Where a reply stops being the model's own turn: it has started writing the results, or the user's part.
-INVENTED_TURN = re.compile(PREFIX + r"(?:tool_result\s*\(|<tool_result>|User:|Human:|Observation:)", re.IGNORECASE)
-MENTION = re.compile(r"tool:[ \t]*([A-Za-z_]\w*)[ \t]*\(", re.IGNORECASE)
-JSON_STYLE = re.compile(r'<tool_call>|<function_call|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"')
-THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
-UNCLOSED_THINK = re.compile(r"\A\s*<think>.*", re.DOTALL)  # a reply cut off while still reasoning
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # found, never rewritten: a CRLF inside an argument stays a CRLF
+# What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
+# Possessive (`*+`): "****" can be split into marks in many ways, and trying them all on a line of 40 underscores
+# (a common separator) would take hours.
+PREFIX = r"[ \t]*+(?:(?:[-*+]|\d+[.)]|\[[ xX]\])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*+"
+LINE_PREFIX = re.compile(PREFIX)
+EMPHASIS = r"[`*_]*"  # bold, italics or code marks around a word
+# `tool:` and the name after it: (keyword, name, the '(' opening the arguments if there is one). Markdown may
+# wrap the keyword (`**tool:**`, `**tool**:`, `` `tool:` ``) or the name.
+HEAD = re.compile(r"(tool)[`*_]*:[`*_ \t]*+([A-Za-z_]\w*(?:[.-]\w+)*)[`*]*[ \t]*(\()?", re.IGNORECASE)
+MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
+BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
+# Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
+BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
+# Where a reply stops being the model's own turn. A result line always does; a speaker's name only after
+# a call, since before one it is more likely an answer's own text ("User: admin (id 1)").
+RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
+SPEAKER_LINE = re.compile(PREFIX + r"(?:User|Human|Observation)" + EMPHASIS + ":", re.IGNORECASE)
+# The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
+ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
+JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
+LENIENT_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines and tabs inside strings are read as such
 CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
 LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrt]|u[0-9a-fA-F]{4})')
+INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
+            "that point was discarded. Wait for the real results.")
 
 
 @dataclass
@@ -45,13 +65,17 @@ class BadCall:
 
 @dataclass
 class ParsedReply:
-    text: str  # the reply as kept in the history: without <think> blocks, cut before an invented result
+    text: str  # the reply as kept in the history: without leading reasoning, cut before an invented turn
     calls: list[ToolCall | BadCall] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # told to the model with the results
 
 
 class Unreadable(Exception):
-    """The arguments of a call could not be read; the message says why."""
+    """The arguments of a call could not be read; the message says why, `end` where the call is taken to end."""
+
+    def __init__(self, problem: str, end: int):
+        super().__init__(problem)
+        self.end = end
 
 
 def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = None) -> ParsedReply:
@@ -60,34 +84,37 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     >>> parse_reply('Let me look.\\ntool: read_file({"path": "a.py"})', ["read_file"]).calls
     [ToolCall(name='read_file', args={'path': 'a.py'}, repair=None)]
     """
-    text = reply.replace("\r\n", "\n").replace("\r", "\n")
-    text = UNCLOSED_THINK.sub("", THINK_BLOCK.sub("", text))
-    if "</think>" in text:  # a reasoning block whose opening tag the server stripped
-        text = text.split("</think>", 1)[1]
-    text = text.strip("\n")
+    text = drop_reasoning(reply, tool_names)
     parsed = ParsedReply(text)
+    mentions = []  # `tool: NAME({...})` in the middle of a prose line: not run, but never in silence
     position = 0
     while position < len(text):
         line_end = end_of_line(text, position)
         line = text[position:line_end]
-        if INVENTED_TURN.match(line):
+        if RESULT_LINE.match(line) or (parsed.calls and SPEAKER_LINE.match(line)):
             parsed.text = text[:position].rstrip()
-            parsed.notes.append("Your reply went on after your tool calls as if their results had come back; "
-                                "everything from that point was discarded. Wait for the real results.")
+            parsed.notes.append(INVENTED)
             break
-        if CALL_LINE.match(line):
-            call, end = read_call(text, position, tool_names, finish_reason)
-            parsed.calls.append(call)
-            line_end = max(line_end, end_of_line(text, end))  # a call's JSON may run over several lines
-        elif bare := bare_call(line, tool_names):
-            parsed.calls.append(BadCall(f"A line starts with {bare}( but not with `tool:`, so it was not run "
-                                        f"as a call. Write it as tool: {bare}({{...}}).", bare))
-        position = line_end + 1
+        if head := call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
+            end = read_calls(text, head, tool_names, finish_reason, parsed.calls)
+            line_end = end_of_line(text, end)  # a call's JSON may run over several lines
+            mentions += find_mentions(text[end:line_end], tool_names)
+        elif bare := bare_call(text, position, tool_names):
+            name, end = bare
+            parsed.calls.append(BadCall(f"A line starts with {name}( but not with `tool:`, so it was not run "
+                                        f"as a call. Write it as tool: {name}({{...}}).", name))
+            line_end = end_of_line(text, end)
+        else:
+            mentions += find_mentions(line, tool_names)
+        position = next_line(text, line_end)
     if not parsed.calls:
-        if problem := unplaced_call(parsed.text, tool_names):
+        if problem := unplaced_call(parsed.text, mentions, tool_names):
             parsed.calls.append(BadCall(problem))
         elif parsed.notes:  # an invented result and no call: the model believed it had called something
             parsed.calls.append(BadCall("Your reply has no tool call, yet it goes on as if a result had come."))
+    else:
+        parsed.notes += [f"{mention!r} stands in the middle of a line, so it was not run. If you meant it, "
+                         "write it on its own line." for mention in mentions]
     if len(parsed.calls) > MAX_CALLS:
         parsed.notes.append(f"Only the first {MAX_CALLS} calls of a reply are run; "
                             f"{len(parsed.calls) - MAX_CALLS} were dropped. Send them again after these results.")
@@ -99,25 +126,92 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     return parsed
 
 
-def read_call(text: str, start: int, tool_names: list[str],
-              finish_reason: str | None) -> tuple[ToolCall | BadCall, int]:
-    """Read the call whose line starts at `start`; returns it (or what is wrong) and where it ended."""
-    head = CALL_HEAD.match(text, start)
+# --- reasoning ---
+
+
+def drop_reasoning(reply: str, tool_names: list[str]) -> str:
+    """The reply without its leading reasoning; the rest is returned as written, byte for byte.
+
+    >>> drop_reasoning("<think>plan</think>\\nThe answer is 4.", [])
+    'The answer is 4.'
+    """
+    text = reply
+    close = ORPHAN_CLOSE.search(text)  # a server that puts `<think>` in the prompt sends only `</think>`
+    if close and "<think>" not in text[:close.start()] and close.start() < first_call_line(text, tool_names):
+        text = text[close.end():]
+    while text.lstrip().startswith("<think>"):
+        close_at = text.find("</think>")
+        if close_at == -1:  # cut off while still reasoning: nothing of it is an answer or a call
+            return ""
+        text = text[close_at + len("</think>"):]
+    return drop_blank_lines(text)
+
+
+def first_call_line(text: str, tool_names: list[str]) -> int:
+    """Where the first line holding a call starts, or the end of the text."""
+    position = 0
+    while position < len(text):
+        if call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
+            return position
+        position = next_line(text, end_of_line(text, position))
+    return len(text)
+
+
+def drop_blank_lines(text: str) -> str:
+    """Text without blank lines at the start and white space at the end: no call is changed by it."""
+    return re.sub(r"\A(?:[ \t]*(?:\r\n|\r|\n))+", "", text).rstrip()
+
+
+# --- calls ---
+
+
+def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | None:
+    """`tool: NAME` at `position`, if it has the shape of a call rather than of a sentence.
+
+    A call opens its arguments with `({` or `()`, or names a known tool and then '('. Written exactly as the
+    protocol spells it, lower case, `tool:` also starts a call before a known name (`tool: read_file a.py`) or
+    before a name with '(' or nothing after it (`tool: bash`, a tool the model imagined). So
+    `Tool: pytest, all green.`, `Tool: pytest (all green)` and `Tool: read_file reads files.` are prose.
+    """
+    head = HEAD.match(text, position)
     if not head:
-        line = text[start:].split("\n", 1)[0].strip()
-        return BadCall(f"The line {line[:80]!r} starts with tool: but not with a tool name and '('."), start
-    name = head.group(1)
+        return None
+    keyword, name, paren = head.groups()
+    if paren and (name in tool_names or text.startswith(("{", ")"), skip_space(text, head.end()))):
+        return head
+    if keyword == "tool" and (paren or name in tool_names or end_of_line(text, head.end()) == head.end()):
+        return head
+    return None
+
+
+def read_calls(text: str, head: re.Match, tool_names: list[str], finish_reason: str | None,
+               calls: list[ToolCall | BadCall]) -> int:
+    """Read the call at `head` and any that directly follow it on its line; returns where the last ended."""
+    while True:
+        call, end = read_call(text, head, tool_names, finish_reason)
+        calls.append(call)
+        head = call_head(text, BETWEEN_CALLS.match(text, end).end(), tool_names)
+        if head is None:
+            return end
+
+
+def read_call(text: str, head: re.Match, tool_names: list[str],
+              finish_reason: str | None) -> tuple[ToolCall | BadCall, int]:
+    """Read the call that `head` starts; returns it (or what is wrong) and where it ended."""
+    name, end = head.group(2), head.end()
+    args, repair, problem = None, None, f"its arguments must follow in parentheses, like tool: {name}({{...}})."
+    if head.group(3):
+        try:
+            args, end, repair = read_arguments(text, head.end())
+        except Unreadable as error:
+            end, problem = error.end, str(error)
     if name not in tool_names:
-        return BadCall(f'There is no tool "{name}". The tools are: {", ".join(tool_names)}.', name), head.end()
-    try:
-        args, end, repair = read_arguments(text, head.end())
-    except Unreadable as error:
-        problem = str(error)
+        return BadCall(f'There is no tool "{name}". The tools are: {", ".join(tool_names)}.', name), end
+    if args is None:
         if finish_reason == "length":
             problem = ("Your reply was cut off at the output token limit inside this call, so it was not run. "
                        "Continue with smaller steps: e.g. create a long file in parts.")
-        close = matching_paren(text, head.end() - 1)  # skip the broken call's lines, whatever they hold
-        return BadCall(f"The call to {name} could not be read: {problem}", name), close or head.end()
+        return BadCall(f"The call to {name} could not be read: {problem}", name), end
     return ToolCall(name, args, repair), end
 
 
@@ -127,25 +221,37 @@ def read_arguments(text: str, start: int) -> tuple[dict, int, str | None]:
     if text.startswith(")", position):
         return {}, position + 1, None
     try:
-        value, end = json.JSONDecoder(strict=False).raw_decode(text, position)
-        if isinstance(value, str):  # a JSON string holding the object: decode it once more
-            value = json.loads(value, strict=False)
-        if not isinstance(value, dict):
-            raise Unreadable("the arguments must be one JSON object, like {\"path\": \"a.py\"}.")
-        end = skip_space(text, end)
-        if not text.startswith(")", end):
-            raise Unreadable("expected ')' right after the JSON object.")
-        return value, end + 1, None
+        value, end = LENIENT_JSON.raw_decode(text, position)
     except json.JSONDecodeError as error:
-        complaint = f"the arguments are not valid JSON ({error.msg}, at character {error.pos - position + 1})."
+        return repair_arguments(text, start, position, error)
+    except (ValueError, RecursionError):  # a 5000-digit number, `[[[[...` thousands deep: no cause for a traceback
+        close = matching_paren(text, start - 1)
+        raise Unreadable("the arguments hold a number too long or brackets nested too deep to read.",
+                         len(text) if close is None else close + 1) from None
+    if isinstance(value, str):  # a JSON string holding the object: decode it once more
+        try:
+            value = LENIENT_JSON.decode(value)
+        except (ValueError, RecursionError):
+            pass
+    if not isinstance(value, dict):
+        raise Unreadable("the arguments must be one JSON object, like {\"path\": \"a.py\"}.", end)
+    close = skip_space(text, end)
+    if not text.startswith(")", close):
+        raise Unreadable("expected ')' right after the JSON object.", end)
+    return value, close + 1, None
+
+
+def repair_arguments(text: str, start: int, position: int,
+                     error: json.JSONDecodeError) -> tuple[dict, int, str | None]:
+    """The arguments after the first repair that reads them as an object with string keys."""
+    complaint = f"the arguments are not valid JSON ({error.msg}, at character {error.pos - position + 1})."
     close = matching_paren(text, start - 1)
-    if close is None:
-        raise Unreadable(complaint + " No closing ')' was found either.")
-    inner = text[position:close]
-    for repair, candidate in candidate_repairs(inner):
+    if close is None:  # nothing after this point can be told apart from the broken arguments
+        raise Unreadable(complaint + " No closing ')' was found either.", len(text))
+    for repair, candidate in candidate_repairs(text[position:close]):
         if isinstance(candidate, dict) and all(isinstance(key, str) for key in candidate):
             return candidate, close + 1, repair
-    raise Unreadable(complaint)
+    raise Unreadable(complaint, close + 1)
 
 
 def candidate_repairs(inner: str):
@@ -157,8 +263,8 @@ def candidate_repairs(inner: str):
     for repair, candidate in attempts:
         if candidate != inner:
             try:
-                yield repair, json.loads(candidate, strict=False)
-            except json.JSONDecodeError:
+                yield repair, LENIENT_JSON.decode(candidate)
+            except (ValueError, RecursionError):
                 pass
     for source in dict.fromkeys([inner, curly]):
         try:
@@ -190,31 +296,54 @@ def matching_paren(text: str, open_at: int) -> int | None:
     return None
 
 
+# --- lines and what is not a call ---
+
+
 def end_of_line(text: str, position: int) -> int:
-    """Index of the newline ending the line that holds `position`, or the end of the text."""
-    end = text.find("\n", position)
-    return len(text) if end == -1 else end
+    """Index of the line break ending the line that holds `position`, or the end of the text."""
+    found = LINE_BREAK.search(text, position)
+    return found.start() if found else len(text)
+
+
+def next_line(text: str, line_end: int) -> int:
+    """Where the line after the one ending at `line_end` starts."""
+    return line_end + (2 if text.startswith("\r\n", line_end) else 1)
 
 
 def skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\n":
+    while position < len(text) and text[position] in " \t\r\n":
         position += 1
     return position
 
 
-def bare_call(line: str, tool_names: list[str]) -> str | None:
-    """The tool name of a line like `read_file({...})`: a call missing its `tool:` prefix."""
-    match = re.match(PREFIX + r"([A-Za-z_]\w*)[ \t]*\([ \t]*\{", line)
-    return match.group(1) if match and match.group(1) in tool_names else None
+def bare_call(text: str, position: int, tool_names: list[str]) -> tuple[str, int] | None:
+    """A line like `read_file({...})`: a readable call missing its `tool:` prefix; its name and end."""
+    head = BARE_HEAD.match(text, position)
+    if not head or head.group(1) not in tool_names:
+        return None
+    try:  # strict JSON only: repairs would scan the rest of the reply for every line of code like this
+        value, end = LENIENT_JSON.raw_decode(text, skip_space(text, head.end()))
+    except (ValueError, RecursionError):  # code that merely calls a function of the same name
+        return None
+    close = skip_space(text, end)
+    return (head.group(1), close + 1) if isinstance(value, dict) and text.startswith(")", close) else None
 
 
-def unplaced_call(text: str, tool_names: list[str]) -> str | None:
+def find_mentions(prose: str, tool_names: list[str]) -> list[str]:
+    """Calls written inside a sentence, `tool: NAME({` or `tool: NAME()` with a known name, as written."""
+    found = []
+    for mention in MENTION.finditer(prose):
+        if (mention.group(2) in tool_names and mention.group(3)
+                and prose.startswith(("{", ")"), skip_space(prose, mention.end()))):
+            close = matching_paren(prose, mention.end() - 1)
+            found.append(prose[mention.start():mention.start() + 60 if close is None else close + 1][:100])
+    return found
+
+
+def unplaced_call(text: str, mentions: list[str], tool_names: list[str]) -> str | None:
     """For a reply without calls: a call written mid-sentence or in a JSON format is not an answer."""
-    mention = next((m for m in MENTION.finditer(text) if m.group(1) in tool_names), None)
-    if mention:
-        return ("A tool call must start its own line; it was found in the middle of a line: "
-                f"{text[mention.start():mention.start() + 60]!r}.")
-    style = JSON_STYLE.search(text)
-    if style and (style.group(1) is None or style.group(1) in tool_names):
+    if mentions:
+        return f"A tool call must start its own line; it was found in the middle of a line: {mentions[0]!r}."
+    if any(name in tool_names for found in JSON_STYLE.finditer(text) for name in found.groups() if name):
         return "That looks like a JSON or XML function call; this program only reads `tool:` lines."
     return None
