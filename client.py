@@ -120,10 +120,14 @@ class Client:
             try:
                 response = self._post(body)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
-                if last_try:
+                # A timeout or a connection that broke may be a hiccup; a refusal (nothing listening, no such
+                # host, a certificate we cannot trust) is an answer, and waiting will not change it.
+                hiccup = isinstance(error, requests.Timeout) or is_broken_connection(error)
+                if last_try or not hiccup:
                     raise ChatError(describe_connection_error(error, self.url)) from None
                 delay = self._backoff(attempt)
-                self.log(f"{short_reason(error)} talking to {self.url}; retrying in {delay:.1f} s")
+                reason = "timed out" if isinstance(error, requests.Timeout) else "connection broke"
+                self.log(f"{reason} talking to {self.url}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
                 raise ChatError(f"Request to {self.url} failed: {error}") from None
             else:
@@ -434,13 +438,6 @@ def is_broken_connection(error: BaseException) -> bool:
     """
     lost = (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, ConnectionResetError)
     return any(isinstance(link, lost) for link in error_chain(error))
-
-
-def short_reason(error: Exception) -> str:
-    """'timed out', 'connection broke' or 'connection failed', for progress lines."""
-    if isinstance(error, requests.Timeout):
-        return "timed out"
-    return "connection broke" if is_broken_connection(error) else "connection failed"
 
 
 def describe_connection_error(error: Exception, url: str) -> str:

@@ -240,18 +240,12 @@ def test_gives_up_after_max_retries_with_the_last_error():
 
 
 @responses.activate
-def test_connection_errors_are_retried_then_reported():
-    responses.post(URL, body=requests.ConnectionError("refused"))
+def test_timeouts_are_retried_then_reported():
+    responses.post(URL, body=requests.ReadTimeout("read timed out"))
     responses.post(URL, json=completion("back"))
     client, sleeps = make_client()
     assert client.chat(MESSAGES).text == "back"
     assert len(sleeps) == 1
-
-    responses.reset()
-    responses.post(URL, body=requests.ConnectionError("refused"))
-    client, sleeps = make_client(max_retries=1)
-    with pytest.raises(ChatError, match=f"Could not connect to {URL}: is the server running"):
-        client.chat(MESSAGES)
 
 
 @responses.activate
@@ -481,26 +475,49 @@ def test_a_broken_connection_is_retried_and_logged_as_broken():
     assert len(sleeps) == 1 and lines == [f"connection broke talking to {client.url}; retrying in {sleeps[0]:.1f} s"]
 
 
-def test_nothing_listening_is_could_not_connect():
+def test_nothing_listening_is_could_not_connect_at_once():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     listener.close()  # the port is free: connecting is refused
     lines: list[str] = []
-    client, _ = make_client(base_url=f"http://127.0.0.1:{port}/v1", max_retries=1, log=lines.append)
+    client, sleeps = make_client(base_url=f"http://127.0.0.1:{port}/v1", log=lines.append)
     with pytest.raises(ChatError) as raised:
         client.chat(MESSAGES)
     assert str(raised.value) == f"Could not connect to {client.url}: is the server running and OPENAI_BASE_URL right?"
-    assert lines[0].startswith(f"connection failed talking to {client.url}; retrying in ")
+    assert sleeps == [] and lines == []  # a refusal is an answer: no retries, no lines before the one line
 
 
 def test_https_to_a_plain_http_server_names_the_secure_connection():
     with FakeEndpoint([]) as endpoint:
-        client, _ = make_client(base_url=endpoint.url.replace("http://", "https://"), max_retries=0)
+        client, sleeps = make_client(base_url=endpoint.url.replace("http://", "https://"))
         with pytest.raises(ChatError) as raised:
             client.chat(MESSAGES)
     assert str(raised.value).startswith(f"Could not make a secure connection to {client.url}: ")
-    assert "\n" not in str(raised.value) and endpoint.received == []
+    assert str(raised.value).isprintable() and endpoint.received == [] and sleeps == []
+
+
+@pytest.mark.parametrize("error", [requests.ConnectionError("refused"), requests.exceptions.SSLError("bad cert")])
+@responses.activate
+def test_a_refusal_is_not_retried(error):
+    responses.post(URL, body=error)
+    client, sleeps = make_client()
+    with pytest.raises(ChatError):
+        client.chat(MESSAGES)
+    assert len(responses.calls) == 1 and sleeps == []
+
+
+def test_a_host_that_is_not_found_is_named(monkeypatch):
+    def no_such_host(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)  # no DNS in tests: fail the lookup here
+    client, sleeps = make_client(base_url="https://api.example.invalid/v1")
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == ("Could not connect to https://api.example.invalid/v1/chat/completions: "
+                                 "the host name api.example.invalid was not found; check OPENAI_BASE_URL.")
+    assert sleeps == []
 
 
 # --- every shape a server can send is data ---
