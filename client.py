@@ -249,7 +249,9 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     choice = choices[0]
     if not isinstance(choice, dict):
         raise unreadable(url, "choices[0]", choice, "an object", response)
-    message = choice.get("message") or {}  # null or missing: a reply with no content (filtered, say)
+    message = choice.get("message")
+    if message is None:  # null or missing: a reply with no content (filtered, say)
+        message = {}
     if not isinstance(message, dict):
         raise unreadable(url, "choices[0].message", message, "an object", response)
     try:

@@ -550,6 +550,7 @@ def test_odd_but_readable_shapes(body, text):
 @pytest.mark.parametrize("body, problem", [
     (with_message("hi"), "choices[0].message is a string, not an object"),
     (with_message(["hi"]), "choices[0].message is a list, not an object"),
+    (with_message(""), "choices[0].message is a string, not an object"),
     (with_message(True), "choices[0].message is true or false, not an object"),
     ({"choices": ["hi"]}, "choices[0] is a string, not an object"),
     ({"choices": [None]}, "choices[0] is null, not an object"),
