@@ -32,8 +32,13 @@ def project(tmp_path):
     return root
 
 
+# Variables that would send the agent's requests elsewhere than the local endpoint, or change how TLS is checked.
+ROUTING = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}
+
+
 def agent(install, project, endpoint, *argv, timeout=60):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "PLAINAGENT_")) and k.upper() not in ROUTING}
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": KEY,
                 "PYTHONUNBUFFERED": "1"})
     return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env,
