@@ -2,17 +2,21 @@
 
 No vendor SDK: the request is plain JSON over `requests`. One `requests.Session` serves the whole run, so
 every model call of a session reuses one TCP (and TLS) connection. Everything that can go wrong on the
-way — refused connections, timeouts, 4xx/5xx, HTML from a proxy, a 200 that carries an error — ends as a
-`ChatError` whose message is the single line the user sees.
+way — refused or broken connections, timeouts, 4xx/5xx, HTML from a proxy, a 200 that carries an error, a
+reply in a shape we cannot read — ends as a `ChatError` whose message is the single line the user sees. What
+the server sends is data: it is checked before use, and it reaches the screen as printable text only.
 """
 
 from __future__ import annotations
 
 import email.utils
+import json
+import math
 import random
 import re
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -25,6 +29,9 @@ RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 QUOTA_WORDS = ("quota", "insufficient", "billing", "credit", "balance")
 # Model families that reject the `stop` parameter outright (OpenAI reasoning models).
 NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+# How a JSON value is named in an error line.
+JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+              bool: "true or false", type(None): "null"}
 
 
 class ChatError(Exception):
@@ -35,7 +42,7 @@ class ChatError(Exception):
 class Reply:
     text: str  # the assistant's text ("" when content was null)
     finish_reason: str | None = None  # "stop", "length", ...
-    usage: dict = field(default_factory=dict)  # prompt_tokens, completion_tokens, ... as the server reported
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens, ...: the counts reported
 
 
 def chat_url(base_url: str) -> str:
@@ -62,6 +69,7 @@ class Client:
         connect_timeout: float = 10.0,  # seconds to open the connection
         read_timeout: float = 300.0,  # seconds of silence allowed while waiting for bytes
         deadline: float = 600.0,  # seconds for one whole request, body included
+        max_body: int = 32 * 2**20,  # bytes of (decoded) body we accept; a completion is far smaller
         max_retries: int = 3,  # further attempts after the first, on retryable failures only
         retry_after_cap: float = 60.0,  # longest Retry-After we wait out; longer ones fail at once
         stop: list[str] | None = None,  # stop sequences; None sends none
@@ -73,6 +81,7 @@ class Client:
         self.model = model
         self.timeout = (connect_timeout, read_timeout)
         self.deadline = deadline
+        self.max_body = max_body
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
         # Sending `stop` to a model that rejects it costs a 400 on every call; leave it out up front.
@@ -82,6 +91,10 @@ class Client:
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "plainagent/0.1"
         if api_key:  # local servers (Ollama, LM Studio) run without one; then no Authorization header
+            if not (api_key.isascii() and api_key.isprintable()):
+                # A header carries ASCII only: a pasted "…" or line break would fail every call, deep in http.client.
+                raise ValueError("OPENAI_API_KEY contains a character that cannot be sent in an HTTP header "
+                                 "(a pasted '…', a space or a line break?); copy the key again")
             self.session.headers["Authorization"] = f"Bearer {api_key}"
 
     def chat(self, messages: list[dict]) -> Reply:
@@ -107,10 +120,14 @@ class Client:
             try:
                 response = self._post(body)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
-                if last_try:
+                # A timeout or a connection that broke may be a hiccup; a refusal (nothing listening, no such
+                # host, a certificate we cannot trust) is an answer, and waiting will not change it.
+                hiccup = isinstance(error, requests.Timeout) or is_broken_connection(error)
+                if last_try or not hiccup:
                     raise ChatError(describe_connection_error(error, self.url)) from None
                 delay = self._backoff(attempt)
-                self.log(f"{short_reason(error)} from {self.url}; retrying in {delay:.1f} s")
+                reason = "timed out" if isinstance(error, requests.Timeout) else "connection broke"
+                self.log(f"{reason} talking to {self.url}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
                 raise ChatError(f"Request to {self.url} failed: {error}") from None
             else:
@@ -130,27 +147,56 @@ class Client:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _post(self, body: dict) -> requests.Response:
-        """One POST, read whole within the deadline (requests' timeouts only bound each socket wait)."""
+        """One POST, its body read whole within the deadline (requests' timeouts only bound each socket wait)."""
         give_up_at = time.monotonic() + self.deadline
-        response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
-        chunks = []
         try:
-            # read1 returns whatever has arrived, so a server that drips bytes forever meets the deadline.
-            while chunk := response.raw.read1(65536):
-                chunks.append(chunk)
+            response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
+        except requests.ReadTimeout:  # requests' own words name the connection pool, not the wait
+            raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
+        # Hand requests the body we read, then return the connection to the pool for the next call.
+        try:
+            response._content = b"".join(self._read_body(response, give_up_at))
+        finally:
+            response.close()
+        response._content_consumed = True
+        return response
+
+    def _read_body(self, response: requests.Response, give_up_at: float) -> Iterator[bytes]:
+        """Yield the body as it arrives, decoded, until its end or the deadline; the one way bodies are read.
+
+        Retryable failures are raised as requests' exceptions; a body we can never use is a ChatError.
+        """
+        # read1 returns whatever has arrived, so a caller sees bytes as they come. decode_content undoes the
+        # gzip or deflate that requests asked for (Accept-Encoding), as requests' own iter_content would.
+        # A timer shuts the socket at the deadline: a server dripping bytes forever cannot hold us past it,
+        # not even while urllib3 waits inside read1 for enough compressed bytes to decode one.
+        timer = threading.Timer(max(give_up_at - time.monotonic(), 0.0), shut_down, [response.raw])
+        timer.daemon = True  # a pending timer must never keep the program alive
+        timer.start()
+        n_bytes = 0
+        try:
+            while chunk := response.raw.read1(65536, decode_content=True):
+                n_bytes += len(chunk)
+                if n_bytes > self.max_body:  # a compressed body can unpack to gigabytes
+                    raise ChatError(f"The response from {self.url} is larger than {self.max_body // 2**20} MB; "
+                                    "no chat completion is. Is OPENAI_BASE_URL right?")
+                yield chunk
                 if time.monotonic() > give_up_at:
-                    response.close()
-                    raise requests.Timeout(f"no complete response within {self.deadline:g} s")
-        # Reading `raw` ourselves means urllib3's errors reach us unwrapped; give them requests' names,
-        # as requests' own iter_content would.
+                    break
+        # Reading `raw` ourselves means urllib3's errors reach us unwrapped; give them requests' names.
         except urllib3.exceptions.ReadTimeoutError:
             raise requests.Timeout(f"no data for {self.timeout[1]:g} s while reading the response") from None
-        except urllib3.exceptions.HTTPError as error:
-            raise requests.exceptions.ChunkedEncodingError(error) from None
-        # Hand requests the body we read, then return the connection to the pool for the next call.
-        response._content, response._content_consumed = b"".join(chunks), True
-        response.close()
-        return response
+        except urllib3.exceptions.DecodeError:
+            encoding = one_line(response.headers.get("Content-Encoding", ""))
+            raise ChatError(f"{response.status_code} from {self.url} with a body that is not valid {encoding} "
+                            "data (its Content-Encoding); the server or a proxy in between sent it broken.") from None
+        except urllib3.exceptions.HTTPError as error:  # cut short: reset, closed early, or our deadline timer
+            if time.monotonic() <= give_up_at:
+                raise requests.exceptions.ChunkedEncodingError(error) from None
+        finally:
+            timer.cancel()
+        if time.monotonic() > give_up_at:
+            raise requests.Timeout(f"no complete response within {self.deadline:g} s")
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: about 0.5, 1, 2, 4 s (capped at 8), each up to 25% shorter."""
@@ -169,51 +215,123 @@ class Client:
             return f"{where}: {hint}. {message}".rstrip()
         if status == 429 and is_quota_exhausted(response):
             return f"{where}: quota or credit exhausted; check your plan and billing. {message}".rstrip()
-        return f"{where}: {message or response.reason}"
+        return f"{where}: {message or one_line(response.reason or '')}"
+
+
+def shut_down(raw: urllib3.response.HTTPResponse) -> None:
+    """Unblock a read in progress: the deadline timer's action, run from its own thread."""
+    try:
+        raw.shutdown()
+    # Nothing left to unblock: the body was read and the connection released meanwhile, or the
+    # response has no socket (a test double).
+    except (ValueError, RuntimeError, OSError):
+        pass
+
+
+# --- reading a completion: every field the server sends is checked before use ---
 
 
 def parse_completion(response: requests.Response, url: str) -> Reply:
     """Read a 200 response body into a Reply; anything that is not a usable completion is a ChatError."""
     try:
-        data = response.json()
+        data = read_json(response)
     except ValueError:
-        raise ChatError(f"200 from {url} but the body is not JSON: {snippet(response.text)}") from None
+        raise ChatError(f"200 from {url} but the body is not JSON: {body_snippet(response)}") from None
     if not isinstance(data, dict):
-        raise ChatError(f"200 from {url} but the body is not a JSON object: {snippet(response.text)}")
+        raise ChatError(f"200 from {url} but the body is not a JSON object: {body_snippet(response)}")
     if data.get("error"):
         raise ChatError(f"200 from {url} carrying an error: {error_text(data['error'])}")
     choices = data.get("choices")
-    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-        raise ChatError(f"200 from {url} with no choices in the reply: {snippet(response.text)}")
-    message = choices[0].get("message") or {}
+    if not choices:
+        raise ChatError(f"200 from {url} with no choices in the reply: {body_snippet(response)}")
+    if not isinstance(choices, list):
+        raise unreadable(url, "choices", choices, "a list", response)
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise unreadable(url, "choices[0]", choice, "an object", response)
+    message = choice.get("message")
+    if message is None:  # null or missing: a reply with no content (filtered, say)
+        message = {}
+    if not isinstance(message, dict):
+        raise unreadable(url, "choices[0].message", message, "an object", response)
+    try:
+        text = content_text(message.get("content"))
+    except ValueError as error:
+        raise ChatError(f"200 from {url} but choices[0].message.content {error}: {body_snippet(response)}") from None
+    refusal = message.get("refusal")  # OpenAI puts a refusal here, with a null content
+    if not text and isinstance(refusal, str):
+        text = refusal
+    finish_reason = choice.get("finish_reason")
     return Reply(
-        text=content_text(message.get("content")),
-        finish_reason=choices[0].get("finish_reason"),
-        usage=data.get("usage") or {},
+        text=text,
+        # Metadata, not the reply: one in a shape we cannot read tells as much as none.
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=token_counts(data.get("usage")),
     )
 
 
+def unreadable(url: str, where: str, value, expected: str, response: requests.Response) -> ChatError:
+    """The error for a field in a shape we cannot read: '… choices[0].message is a string, not an object'."""
+    found = JSON_TYPES.get(type(value), type(value).__name__)
+    return ChatError(f"200 from {url} but {where} is {found}, not {expected}: {body_snippet(response)}")
+
+
 def content_text(content) -> str:
-    """The text of a message's content: null -> "", a list of parts -> their text parts joined."""
+    """The text of a message's content: null -> "", a string, or a list of parts -> their text joined.
+
+    >>> content_text([{"type": "text", "text": "a"}, {"type": "text", "text": None}, {"type": "image_url"}, "b"])
+    'ab'
+
+    Parts without text (null, or an image) are skipped; content that holds something other than text
+    raises ValueError saying what it holds.
+    """
     if content is None:
         return ""
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return str(content)
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise ValueError(f"is {JSON_TYPES.get(type(content), 'not text')}, not text")
+    texts = []
+    for part in content:
+        text = part.get("text") if isinstance(part, dict) else part
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise ValueError(f"has a part that is {JSON_TYPES.get(type(text), 'not text')}, not text")
+        texts.append(text)
+    return "".join(texts)
+
+
+def token_counts(usage) -> dict[str, int]:
+    """The whole-number counts in a `usage` object; anything else there is no count we can add up."""
+    if not isinstance(usage, dict):
+        return {}
+    return {key: value for key, value in usage.items() if isinstance(value, int) and not isinstance(value, bool)}
+
+
+def read_json(response: requests.Response):
+    """The body parsed as JSON; ValueError if it is not (JSON nested too deep for Python counts as not)."""
+    try:
+        return response.json()
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+# --- reading a failure ---
 
 
 def retry_after(response: requests.Response) -> float | None:
     """Seconds the server asks us to wait: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date."""
     if value := response.headers.get("retry-after-ms"):
         try:
-            return max(float(value) / 1000, 0.0)
+            return max(finite(float(value)) / 1000, 0.0)
         except ValueError:
             pass
     value = response.headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        return max(finite(float(value)), 0.0)
     except ValueError:
         pass
     try:
@@ -221,6 +339,13 @@ def retry_after(response: requests.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(when.timestamp() - time.time(), 0.0)
+
+
+def finite(number: float) -> float:
+    """`number`, or ValueError for nan and inf (float() accepts both, and sleep(nan) is a crash)."""
+    if not math.isfinite(number):
+        raise ValueError(f"not a finite number: {number}")
+    return number
 
 
 def is_quota_exhausted(response: requests.Response) -> bool:
@@ -235,7 +360,7 @@ def is_quota_exhausted(response: requests.Response) -> bool:
 def error_object(response: requests.Response) -> dict:
     """The `error` object of a JSON error body, or {} when there is none."""
     try:
-        data = response.json()
+        data = read_json(response)
     except ValueError:
         return {}
     error = data.get("error") if isinstance(data, dict) else None
@@ -245,39 +370,90 @@ def error_object(response: requests.Response) -> dict:
 def server_message(response: requests.Response) -> str:
     """The server's own words about a failure, from the shapes providers use, or the start of the body."""
     try:
-        data = response.json()
+        data = read_json(response)
     except ValueError:
-        return f"Body: {snippet(response.text)}" if response.text.strip() else ""
+        return f"Body: {body_snippet(response)}" if response.content.strip() else ""
     if isinstance(data, dict):
         for key in ("error", "message", "detail"):  # OpenAI / many proxies / FastAPI servers such as vLLM
             if data.get(key):
                 return error_text(data[key])
-    return snippet(response.text)
+    return body_snippet(response)
 
 
 def error_text(error) -> str:
     """Text of an `error` value: OpenAI's {"message", "code"}, Ollama's plain string, or anything else."""
     if isinstance(error, dict):
-        message = str(error.get("message") or error)
+        message = error.get("message")
+        if not (isinstance(message, str) and message.strip()):
+            message = json.dumps(error, ensure_ascii=False)
         code = error.get("code") or error.get("type")
-        return f"{message} ({code})" if code and str(code) not in message else message
-    return str(error)
+        if isinstance(code, (str, int)) and str(code) not in message:
+            message = f"{message} ({code})"
+    else:
+        message = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+    return snippet(message, limit=1000)
+
+
+def body_snippet(response: requests.Response, limit: int = 200) -> str:
+    """The start of a body on one printable line (an HTML error page, say), or what it is when not text."""
+    try:  # the charset the server named, else UTF-8: a guessed charset turns binary into plausible text
+        text = response.content.decode(response.encoding or "utf-8", errors="replace")
+    except LookupError:  # a charset Python does not know
+        text = response.content.decode("utf-8", errors="replace")
+    if not text.strip():
+        return "(an empty body)"
+    noise = sum(1 for char in text if char == "\ufffd" or not (char.isprintable() or char.isspace()))
+    if noise > len(text) // 20:
+        encoding = response.headers.get("Content-Encoding")
+        what = f"{len(response.content)} bytes that are not text"
+        return f"({what}, Content-Encoding: {one_line(encoding)})" if encoding else f"({what})"
+    return snippet(text, limit)
 
 
 def snippet(text: str, limit: int = 200) -> str:
-    """The first `limit` characters of a body on one line (an HTML error page, say)."""
-    return " ".join(text.split())[:limit]
+    """The first `limit` characters of `text` on one line."""
+    return one_line(text)[:limit]
 
 
-def short_reason(error: Exception) -> str:
-    """'timed out' or 'connection failed', for progress lines."""
-    return "timed out" if isinstance(error, requests.Timeout) else "connection failed"  # (or broke)
+def one_line(text: str) -> str:
+    """`text` as one line of printable characters: a server's words must not move the cursor or ring the bell."""
+    return " ".join("".join(char for char in text if char.isprintable() or char.isspace()).split())
+
+
+# --- a request that never got a whole response ---
+
+
+def error_chain(error: BaseException) -> list[BaseException]:
+    """The error and those it wraps, outermost first (requests and urllib3 nest them in args, reason, cause)."""
+    chain: list[BaseException] = []
+    while error is not None and error not in chain:
+        chain.append(error)
+        inner = [getattr(error, "reason", None), error.__cause__, *error.args]  # ssl's `reason` is a str
+        error = next((link for link in inner if isinstance(link, BaseException)), None)
+    return chain
+
+
+def is_broken_connection(error: BaseException) -> bool:
+    """True when the connection was made and then lost (reset, closed early, body cut short), not refused.
+
+    requests calls both a ConnectionError; urllib3's ProtocolError inside says the connection had been made.
+    """
+    lost = (urllib3.exceptions.ProtocolError, requests.exceptions.ChunkedEncodingError, ConnectionResetError)
+    return any(isinstance(link, lost) for link in error_chain(error))
 
 
 def describe_connection_error(error: Exception, url: str) -> str:
-    """One line for a request that never got a response."""
+    """One line for a request that never got a whole response."""
+    chain = error_chain(error)
+    if isinstance(error, requests.ConnectTimeout):
+        return f"Timed out connecting to {url}: is the server running and OPENAI_BASE_URL right?"
     if isinstance(error, requests.Timeout):
         return f"Timed out talking to {url}: {str(error).rstrip('.')}. Is the server overloaded? Try again later."
-    if isinstance(error, requests.exceptions.ChunkedEncodingError):
+    if is_broken_connection(error):
         return f"The connection to {url} broke before the whole response arrived. Try again."
+    if any(isinstance(link, urllib3.exceptions.NameResolutionError) for link in chain):
+        host = urlsplit(url).hostname
+        return f"Could not connect to {url}: the host name {host} was not found; check OPENAI_BASE_URL."
+    if any(isinstance(link, requests.exceptions.SSLError) for link in chain):
+        return f"Could not make a secure connection to {url}: {one_line(str(chain[-1]))}"
     return f"Could not connect to {url}: is the server running and OPENAI_BASE_URL right?"

@@ -1,17 +1,28 @@
 """A local OpenAI-compatible endpoint for the end-to-end tests and the benchmarks: a real socket on
 127.0.0.1, HTTP/1.1 keep-alive, and replies taken in order from a script.
 
-A script item is either a string (a 200 completion whose content is that text) or a dict
-{"status": 429, "headers": {...}, "body": dict or str, "delay": seconds} for anything else.
+A script item is either a string (a 200 completion whose content is that text) or a dict for anything else:
+    {"status": 429,             # default 200
+     "headers": {...},          # response headers, over the defaults (Content-Type)
+     "body": dict, str, bytes,  # a dict is sent as JSON (UTF-8, as providers do), a str as text/html
+     "delay": 0.5,              # seconds to wait before answering (a slow model)
+     "encoding": "gzip",        # compress the body: "gzip" or "deflate", with the Content-Encoding header
+     "chunked": 7,              # send with Transfer-Encoding: chunked, in pieces of this many bytes
+     "drop": True}              # close the connection without answering
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+# How each Content-Encoding is made; "deflate" is the zlib format (RFC 1950), as HTTP means it.
+ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress}
 
 
 @dataclass
@@ -30,6 +41,11 @@ def completion(text: str | None, finish_reason: str = "stop", usage: dict | None
                      "finish_reason": finish_reason}],
         "usage": usage or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
+
+
+def split_chunks(data: bytes, size: int) -> list[bytes]:
+    """`data` in pieces of `size` bytes, cut where the count falls (inside a UTF-8 character too)."""
+    return [data[start:start + size] for start in range(0, len(data), size)]
 
 
 class FakeEndpoint:
@@ -62,15 +78,34 @@ class FakeEndpoint:
                 if isinstance(item, str):
                     item = {"body": completion(item)}
                 time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests
+                if item.get("drop"):
+                    self.close_connection = True  # the handler returns, and the socket closes unanswered
+                else:
+                    self.answer(item)
+
+            def answer(self, item: dict) -> None:
                 body = item.get("body", "")
-                data = (json.dumps(body) if isinstance(body, dict) else body).encode()
+                if isinstance(body, dict):
+                    data = json.dumps(body, ensure_ascii=False).encode()
+                else:
+                    data = body.encode() if isinstance(body, str) else body
                 self.send_response(item.get("status", 200))
-                self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/html")
-                for name, value in item.get("headers", {}).items():
+                headers = {"Content-Type": "application/json" if isinstance(body, dict) else "text/html"}
+                for name, value in (headers | item.get("headers", {})).items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                if encoding := item.get("encoding"):
+                    data = ENCODERS[encoding](data)
+                    self.send_header("Content-Encoding", encoding)
+                if size := item.get("chunked"):
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for piece in split_chunks(data, size):
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
 
             def log_message(self, *args):  # keep test output clean
                 pass

@@ -1,14 +1,20 @@
 """The HTTP client, tested at the wire with `responses`: what is sent, and what each failure becomes."""
 
+import gzip
 import json
+import random
+import socket
+import threading
 import time
+import zlib
 from email.utils import formatdate
 
 import pytest
 import requests
 import responses
+from fake_endpoint import FakeEndpoint
 
-from client import ChatError, Client, chat_url
+from client import ChatError, Client, chat_url, retry_after
 
 BASE = "https://api.example.com/v1"
 URL = BASE + "/chat/completions"
@@ -127,6 +133,13 @@ def test_final_errors_are_one_line_and_not_retried(status, body, expected):
     assert len(responses.calls) == 1 and sleeps == []
 
 
+@pytest.mark.parametrize("key", ["sk-abc…", "sk-\u00a0abc", "sk-abc\n", "sk-ключ"])
+def test_a_key_that_cannot_go_in_a_header_is_named_at_once(key):
+    with pytest.raises(ValueError, match="^OPENAI_API_KEY contains a character that cannot be sent") as error:
+        Client(BASE, key, "gpt-4o")
+    assert key.strip() not in str(error.value)
+
+
 @responses.activate
 def test_404_without_version_path_hints_at_v1():
     responses.post("http://localhost:11434/chat/completions", status=404, body="404 page not found")
@@ -227,18 +240,12 @@ def test_gives_up_after_max_retries_with_the_last_error():
 
 
 @responses.activate
-def test_connection_errors_are_retried_then_reported():
-    responses.post(URL, body=requests.ConnectionError("refused"))
+def test_timeouts_are_retried_then_reported():
+    responses.post(URL, body=requests.ReadTimeout("read timed out"))
     responses.post(URL, json=completion("back"))
     client, sleeps = make_client()
     assert client.chat(MESSAGES).text == "back"
     assert len(sleeps) == 1
-
-    responses.reset()
-    responses.post(URL, body=requests.ConnectionError("refused"))
-    client, sleeps = make_client(max_retries=1)
-    with pytest.raises(ChatError, match=f"Could not connect to {URL}: is the server running"):
-        client.chat(MESSAGES)
 
 
 @responses.activate
@@ -251,35 +258,36 @@ def test_timeouts_are_reported():
 
 def test_a_server_that_never_answers_hits_the_deadline():
     """A real socket that accepts and then says nothing: the read timeout ends the wait, no hang."""
-    import socket
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     client, _ = make_client(base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", read_timeout=0.3,
                             max_retries=0)
     started = time.monotonic()
-    with pytest.raises(ChatError, match="Timed out"):
+    with pytest.raises(ChatError) as error:
         client.chat(MESSAGES)
+    assert str(error.value) == (f"Timed out talking to {client.url}: no answer within 0.3 s. "
+                                "Is the server overloaded? Try again later.")
     assert time.monotonic() - started < 5
     listener.close()
 
 
-def serve_once(respond) -> str:
-    """A raw socket server: it accepts one connection, reads the request, and hands the socket to `respond`."""
-    import socket
-    import threading
+def serve_once(*responders) -> str:
+    """A raw socket server: for each responder in turn it accepts a connection, reads the request, and hands
+    the socket to the responder; then it closes that connection."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
 
     def serve():
-        connection, _ = listener.accept()
-        connection.recv(65536)
-        try:
-            respond(connection)
-        except OSError:  # the client gave up and closed the connection
-            pass
-        connection.close()
+        for respond in responders:
+            connection, _ = listener.accept()
+            connection.recv(65536)
+            try:
+                respond(connection)
+            except OSError:  # the client gave up and closed the connection
+                pass
+            connection.close()
         listener.close()
 
     threading.Thread(target=serve, daemon=True).start()
@@ -315,3 +323,310 @@ def test_failures_while_reading_the_body_are_one_line(then_wait, message):
     client, _ = make_client(base_url=serve_once(start_then_stop), read_timeout=0.3, max_retries=0)
     with pytest.raises(ChatError, match=message):
         client.chat(MESSAGES)
+
+
+# --- the wire: compressed and chunked bodies, on a real socket ---
+
+# Multi-byte UTF-8 characters of every length, so small chunks cut through some of them.
+TEXT = "Grüße – “quoted” ✓ 😀 done\n" * 3
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    """One piece of a Transfer-Encoding: chunked body."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip", "deflate"])
+@pytest.mark.parametrize("chunked", [None, 1, 7])
+def test_compressed_and_chunked_bodies_are_decoded(encoding, chunked):
+    with FakeEndpoint([{"body": completion(TEXT), "encoding": encoding, "chunked": chunked}]) as endpoint:
+        client, _ = make_client(base_url=endpoint.url)
+        reply = client.chat(MESSAGES)
+    assert reply.text == TEXT and reply.usage == {"prompt_tokens": 7, "completion_tokens": 3}
+    assert endpoint.received[0].headers["Accept-Encoding"] == "gzip, deflate"  # what the client asks for
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+def test_compressed_error_bodies_are_read(encoding):
+    error = {"error": {"message": "maximum context length is 8192 tokens – you sent 9000",
+                       "code": "context_length_exceeded"}}
+    with FakeEndpoint([{"status": 400, "body": error, "encoding": encoding, "chunked": 5}]) as endpoint:
+        client, _ = make_client(base_url=endpoint.url)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value) == (f"400 from {client.url}: maximum context length is 8192 tokens – you sent 9000 "
+                                 "(context_length_exceeded)")
+
+
+def test_a_compressed_html_page_shows_its_text():
+    page = "<html><title>502 Bad Gateway</title></html>"
+    with FakeEndpoint([{"status": 502, "body": page, "encoding": "gzip"}]) as endpoint:
+        client, _ = make_client(base_url=endpoint.url, max_retries=0)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value) == f"502 from {client.url}: Body: {page}"
+
+
+def test_a_body_that_is_not_what_its_content_encoding_says_is_one_line():
+    with FakeEndpoint([{"headers": {"Content-Encoding": "gzip"}, "body": b"\x1f\x8b this is not gzip"}]) as endpoint:
+        client, sleeps = make_client(base_url=endpoint.url)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value) == (f"200 from {client.url} with a body that is not valid gzip data (its "
+                                 "Content-Encoding); the server or a proxy in between sent it broken.")
+    assert sleeps == []
+
+
+GZIPPED = gzip.compress(json.dumps(completion("hi")).encode())
+
+
+@pytest.mark.parametrize("status, headers, data, expected", [
+    # gzip sent without saying so: the bytes are not JSON, and they are not text either
+    (200, {}, GZIPPED, f" but the body is not JSON: ({len(GZIPPED)} bytes that are not text)"),
+    (502, {"Content-Type": "application/octet-stream"}, bytes(range(256)), ": Body: (256 bytes that are not text)"),
+    # an encoding the client did not ask for, and cannot decode
+    (200, {"Content-Encoding": "br"}, bytes(range(128, 256)), " but the body is not JSON: (128 bytes that are not text, Content-Encoding: br)"),
+], ids=["undeclared-gzip", "bytes", "brotli"])
+def test_a_binary_body_does_not_reach_the_screen(status, headers, data, expected):
+    with FakeEndpoint([{"status": status, "headers": headers, "body": data}]) as endpoint:
+        client, _ = make_client(base_url=endpoint.url, max_retries=0)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value) == f"{status} from {client.url}{expected}"
+
+
+def test_a_body_larger_than_any_completion_is_refused():
+    """A few kilobytes of gzip can unpack to gigabytes; reading stops at the limit."""
+    with FakeEndpoint([{"body": completion(" " * 3_000_000), "encoding": "gzip"}]) as endpoint:
+        client, _ = make_client(base_url=endpoint.url, max_body=2**20)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value) == (f"The response from {client.url} is larger than 1 MB; no chat completion is. "
+                                 "Is OPENAI_BASE_URL right?")
+
+
+def test_the_body_is_decoded_as_it_arrives():
+    """The read path a streaming reader will use: gzip bytes come out decoded while the rest is on its way."""
+    compressor = zlib.compressobj(wbits=31)  # the gzip format
+    first = compressor.compress(b'{"choices": [') + compressor.flush(zlib.Z_SYNC_FLUSH)
+    rest = compressor.compress(b'{"message": {"content": "hi"}}]}') + compressor.flush()
+    first_arrived = threading.Event()
+
+    def respond(connection):
+        connection.sendall(HEAD + b"Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk(first))
+        first_arrived.wait(5)  # only once the client has decoded the first part
+        connection.sendall(chunk(rest) + chunk(b""))
+
+    client, _ = make_client(base_url=serve_once(respond))
+    response = client.session.post(client.url, json={}, stream=True)
+    pieces = client._read_body(response, give_up_at=time.monotonic() + 10)
+    assert next(pieces) == b'{"choices": ['
+    first_arrived.set()
+    assert b"".join(pieces) == b'{"message": {"content": "hi"}}]}'
+
+
+def test_a_server_dripping_a_gzip_header_forever_hits_the_deadline():
+    """urllib3 waits inside read1 until the compressed bytes decode to something: a gzip header whose
+    comment never ends decodes to nothing, so only the deadline timer can end this."""
+    def drip(connection):
+        connection.sendall(HEAD + b"Content-Encoding: gzip\r\nContent-Length: 100000\r\n\r\n")
+        connection.sendall(b"\x1f\x8b\x08\x10\x00\x00\x00\x00\x00\xff")  # FCOMMENT: a comment follows
+        for _ in range(100):
+            connection.sendall(b"a")
+            time.sleep(0.05)
+
+    client, _ = make_client(base_url=serve_once(drip), read_timeout=1, deadline=0.5, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(ChatError, match="no complete response within 0.5 s"):
+        client.chat(MESSAGES)
+    assert time.monotonic() - started < 3
+
+
+# --- a connection made and then lost is not a server that is not running ---
+
+
+def close_unanswered(connection):
+    pass  # serve_once closes it
+
+
+def answer(connection):
+    data = json.dumps(completion("back")).encode()
+    connection.sendall(HEAD + b"Content-Length: %d\r\n\r\n%s" % (len(data), data))
+
+
+@pytest.mark.parametrize("respond", [
+    close_unanswered,
+    lambda connection: connection.sendall(HEAD + b"Content-Length: 500\r\n\r\n{\"choices\": ["),  # half a body
+    lambda connection: connection.sendall(HEAD + b"Transfer-Encoding: chunked\r\n\r\n" + chunk(b'{"cho')),
+    lambda connection: connection.sendall(b"HTTP/1.1 2"),  # half a status line
+], ids=["closed-unanswered", "half-a-body", "half-the-chunks", "half-a-status-line"])
+def test_a_connection_that_breaks_says_so(respond):
+    client, _ = make_client(base_url=serve_once(respond), max_retries=0)
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == f"The connection to {client.url} broke before the whole response arrived. Try again."
+
+
+def test_a_broken_connection_is_retried_and_logged_as_broken():
+    lines: list[str] = []
+    client, sleeps = make_client(base_url=serve_once(close_unanswered, answer), log=lines.append)
+    assert client.chat(MESSAGES).text == "back"
+    assert len(sleeps) == 1 and lines == [f"connection broke talking to {client.url}; retrying in {sleeps[0]:.1f} s"]
+
+
+def test_nothing_listening_is_could_not_connect_at_once():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()  # the port is free: connecting is refused
+    lines: list[str] = []
+    client, sleeps = make_client(base_url=f"http://127.0.0.1:{port}/v1", log=lines.append)
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == f"Could not connect to {client.url}: is the server running and OPENAI_BASE_URL right?"
+    assert sleeps == [] and lines == []  # a refusal is an answer: no retries, no lines before the one line
+
+
+def test_https_to_a_plain_http_server_names_the_secure_connection():
+    with FakeEndpoint([]) as endpoint:
+        client, sleeps = make_client(base_url=endpoint.url.replace("http://", "https://"))
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert str(raised.value).startswith(f"Could not make a secure connection to {client.url}: ")
+    assert str(raised.value).isprintable() and endpoint.received == [] and sleeps == []
+
+
+@pytest.mark.parametrize("error", [requests.ConnectionError("refused"), requests.exceptions.SSLError("bad cert")])
+@responses.activate
+def test_a_refusal_is_not_retried(error):
+    responses.post(URL, body=error)
+    client, sleeps = make_client()
+    with pytest.raises(ChatError):
+        client.chat(MESSAGES)
+    assert len(responses.calls) == 1 and sleeps == []
+
+
+def test_a_host_that_is_not_found_is_named(monkeypatch):
+    def no_such_host(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_host)  # no DNS in tests: fail the lookup here
+    client, sleeps = make_client(base_url="https://api.example.invalid/v1")
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == ("Could not connect to https://api.example.invalid/v1/chat/completions: "
+                                 "the host name api.example.invalid was not found; check OPENAI_BASE_URL.")
+    assert sleeps == []
+
+
+# --- every shape a server can send is data ---
+
+
+def with_message(message) -> dict:
+    return {"choices": [{"message": message, "finish_reason": "stop"}]}
+
+
+def with_content(content) -> dict:
+    return with_message({"role": "assistant", "content": content})
+
+
+@pytest.mark.parametrize("body, text", [
+    (with_content([{"type": "text", "text": None}, {"type": "text", "text": "hi"}]), "hi"),  # a null part
+    (with_content(["a", None, {"type": "image_url", "image_url": {}}, {"type": "text"}, {"text": "b"}]), "ab"),
+    (with_content([]), ""),
+    (with_message(None), ""),
+    ({"choices": [{"finish_reason": "content_filter"}]}, ""),  # no message at all
+    (with_message({"content": None, "refusal": "I can't help with that."}), "I can't help with that."),
+    (with_message({"content": "", "refusal": None}), ""),
+])
+@responses.activate
+def test_odd_but_readable_shapes(body, text):
+    responses.post(URL, json=body)
+    client, _ = make_client()
+    assert client.chat(MESSAGES).text == text
+
+
+@pytest.mark.parametrize("body, problem", [
+    (with_message("hi"), "choices[0].message is a string, not an object"),
+    (with_message(["hi"]), "choices[0].message is a list, not an object"),
+    (with_message(""), "choices[0].message is a string, not an object"),
+    (with_message(True), "choices[0].message is true or false, not an object"),
+    ({"choices": ["hi"]}, "choices[0] is a string, not an object"),
+    ({"choices": [None]}, "choices[0] is null, not an object"),
+    ({"choices": {"0": {"message": {"content": "hi"}}}}, "choices is an object, not a list"),
+    ({"choices": "hi"}, "choices is a string, not a list"),
+    (with_content(42), "choices[0].message.content is a number, not text"),
+    (with_content({"type": "text", "text": "hi"}), "choices[0].message.content is an object, not text"),
+    (with_content([{"type": "text", "text": 7}]), "choices[0].message.content has a part that is a number, not text"),
+    (with_content([["nested"]]), "choices[0].message.content has a part that is a list, not text"),
+    (with_content([{"type": "text", "text": {"value": "hi"}}]),
+     "choices[0].message.content has a part that is an object, not text"),
+])
+@responses.activate
+def test_shapes_that_cannot_be_read_are_one_line(body, problem):
+    responses.post(URL, json=body)
+    client, _ = make_client()
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == f"200 from {URL} but {problem}: {json.dumps(body)}"
+
+
+@pytest.mark.parametrize("finish_reason, usage, read_reason, read_usage", [
+    ("length", {"prompt_tokens": 7, "completion_tokens": 3}, "length", {"prompt_tokens": 7, "completion_tokens": 3}),
+    (None, None, None, {}),
+    (["length"], "lots", None, {}),
+    ({"type": "stop"}, [1, 2], None, {}),
+    (7, {"prompt_tokens": "12", "completion_tokens": 3, "cached": True, "details": {"cached_tokens": 1},
+         "total_tokens": 1.5}, None, {"completion_tokens": 3}),
+])
+@responses.activate
+def test_metadata_in_odd_shapes_reads_as_unknown(finish_reason, usage, read_reason, read_usage):
+    """finish_reason and usage describe the reply; one we cannot read must not cost the reply itself."""
+    responses.post(URL, json={"choices": [{"message": {"content": "hi"}, "finish_reason": finish_reason}],
+                              "usage": usage})
+    client, _ = make_client()
+    reply = client.chat(MESSAGES)
+    assert (reply.text, reply.finish_reason, reply.usage) == ("hi", read_reason, read_usage)
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (200, "[" * 100_000 + "]" * 100_000, " but the body is not JSON: " + "[" * 200),  # too deep for Python
+    (500, "[" * 100_000 + "]" * 100_000, ": Body: " + "[" * 200),
+    (200, "", " but the body is not JSON: (an empty body)"),
+    (400, json.dumps({"error": {"message": "bad\u001b[2J request\nsecond line\u0007\u202e"}}),
+     ": bad[2J request second line"),  # escape codes, a bell, a direction override: not for the terminal
+    (400, json.dumps({"error": {"message": ["a", "list"], "code": {"x": 1}}}), ': {"message": ["a", "list"], "code": {"x": 1}}'),
+    (400, json.dumps({"error": 42}), ": 42"),
+], ids=["too-deep", "too-deep-error", "empty", "control-characters", "message-not-text", "error-a-number"])
+@responses.activate
+def test_server_words_reach_the_screen_as_one_printable_line(status, body, expected):
+    responses.post(URL, status=status, body=body, content_type="application/json")
+    client, _ = make_client(max_retries=0)
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == f"{status} from {URL}{expected}"
+
+
+@pytest.mark.parametrize("headers", [{"Retry-After": "nan"}, {"Retry-After": "inf"}, {"retry-after-ms": "nan"},
+                                     {"Retry-After": "soon"}])
+@responses.activate
+def test_a_retry_after_that_is_no_number_falls_back_to_backoff(headers):
+    responses.post(URL, status=503, headers=headers)
+    responses.post(URL, json=completion("ok"))
+    client, sleeps = make_client()
+    assert client.chat(MESSAGES).text == "ok"
+    assert 0.375 <= sleeps[0] <= 0.5
+
+
+def test_retry_after_reads_any_header_as_a_wait_or_nothing():
+    generator = random.Random(7)
+    pieces = ["1", "0", "9", ".", "-", "+", "e", "nan", "inf", "Infinity", " ", ",", "GMT", "Wed", "Oct", "2015",
+              ":", "07", "\u00e9", "1e400", "0x10", "_"]
+    for _ in range(3000):
+        value = "".join(generator.choice(pieces) for _ in range(generator.randint(1, 8)))
+        for name in ("Retry-After", "retry-after-ms"):
+            response = requests.Response()
+            response.headers[name] = value
+            wait = retry_after(response)
+            assert wait is None or 0 <= wait < float("inf"), (name, value, wait)

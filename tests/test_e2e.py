@@ -102,7 +102,9 @@ def test_no_server_is_one_line_and_exit_1(install, project):
     with FakeEndpoint([]) as endpoint:
         pass  # closed: nothing listens on its port any more
     done = agent(install, project, endpoint, "-p", "hi")
-    assert done.returncode == 1 and "Could not connect to" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
+                                        "is the server running and OPENAI_BASE_URL right?"]
 
 
 def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project):

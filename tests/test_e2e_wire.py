@@ -1,0 +1,95 @@
+"""End to end on the wire: `python agent.py` against a local server that compresses, chunks, drops connections
+and sends shapes no test of ours produced; the files must end with exactly the bytes intended."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_endpoint import FakeEndpoint, completion
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-e2e-wire-0123456789"
+
+
+@pytest.fixture
+def install(tmp_path):
+    """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
+    home = tmp_path / "install"
+    home.mkdir()
+    for source in ROOT.glob("*.py"):  # the program is every module at the top level
+        shutil.copy(source, home / source.name)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "greet.py").write_bytes(b'def greet(name):\r\n    return "Helo, " + name\r\n')
+    return root
+
+
+# Variables that would send the agent's requests elsewhere than the local endpoint, or change how TLS is checked.
+ROUTING = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"}
+
+
+def agent(install, project, endpoint, *argv, timeout=60):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "PLAINAGENT_")) and k.upper() not in ROUTING}
+    env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": KEY,
+                "PYTHONUNBUFFERED": "1"})
+    return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_session_over_gzip_and_chunked_replies_edits_exactly(install, project):
+    """Every reply compressed or chunked (small chunks cut UTF-8 characters), as CDN-fronted APIs send them."""
+    def reply(text, encoding, chunked):
+        return {"body": completion(text), "encoding": encoding, "chunked": chunked}
+
+    script = [
+        reply("Let me look – first the files.\ntool: list_files()", "gzip", 16),
+        reply('tool: read_file({"path": "greet.py"})', "deflate", None),
+        reply('tool: edit_file({"path": "greet.py", "old_str": "\\"Helo, \\"", "new_str": "\\"Grüße, \\""})',
+              None, 3),
+        reply("Fixed the greeting in greet.py ✓", "gzip", 5),
+    ]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "fix the greeting", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Fixed the greeting in greet.py ✓\n"
+    assert (project / "greet.py").read_bytes() == 'def greet(name):\r\n    return "Grüße, " + name\r\n'.encode()
+    assert len(endpoint.received) == 4 and endpoint.n_connections == 1
+    messages = endpoint.received[-1].body["messages"]
+    assert messages[2]["content"] == "Let me look – first the files.\ntool: list_files()"  # decoded, not bytes
+    assert "Traceback" not in done.stderr
+
+
+def test_a_dropped_connection_is_retried_and_named(install, project):
+    with FakeEndpoint([{"drop": True}, {"body": completion("All good."), "encoding": "gzip"}]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi")
+    assert done.returncode == 0 and done.stdout == "All good.\n"
+    assert "connection broke talking to http://127.0.0.1:" in done.stderr
+    assert len(endpoint.received) == 2
+
+
+@pytest.mark.parametrize("item, line", [
+    ({"status": 401, "encoding": "gzip", "body": {"error": {"message": "Incorrect API key", "code": "invalid_api_key"}}},
+     "401 from {url}: the API key was refused; check OPENAI_API_KEY. Incorrect API key (invalid_api_key)"),
+    ({"body": {"choices": [{"message": "hello"}]}, "chunked": 4},
+     '200 from {url} but choices[0].message is a string, not an object: {{"choices": [{{"message": "hello"}}]}}'),
+    ({"body": b"\x00\x01\x02\x1b[2J\xff\xfe" * 20, "headers": {"Content-Type": "application/json"}},
+     "200 from {url} but the body is not JSON: (180 bytes that are not text)"),
+    ({"headers": {"Content-Encoding": "gzip"}, "body": "<html>not gzip</html>"},
+     "200 from {url} with a body that is not valid gzip data (its Content-Encoding); "
+     "the server or a proxy in between sent it broken."),
+], ids=["gzip-401", "message-a-string", "binary", "not-gzip"])
+def test_what_cannot_be_read_is_one_line_and_exit_1(install, project, item, line):
+    with FakeEndpoint([item]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi")
+    url = endpoint.url + "/chat/completions"
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.splitlines() == [f"plainagent: {line.format(url=url)}"]
