@@ -94,6 +94,10 @@ def final_answer(reply: Reply, parsed: ParsedReply) -> str:
     if reply.finish_reason == "length":
         raise AnswerIncomplete("The model's answer was cut off at its output token limit, so it is incomplete. "
                                "Ask it to go on, or to answer more briefly.", parsed.text)
+    if reply.native_calls and not parsed.text.strip():
+        raise AnswerIncomplete(f"The model answered with a native function call ({', '.join(reply.native_calls)}) "
+                               "instead of text; plainagent only reads `tool:` lines. Try again, or try a model "
+                               "that follows the system prompt.")
     if not parsed.text.strip():
         what = "only reasoning" if reply.text.strip() else "empty"
         raise AnswerIncomplete(f"The model's reply was {what}: there is no answer. Try again, or try "

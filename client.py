@@ -43,6 +43,7 @@ class Reply:
     text: str  # the assistant's text ("" when content was null)
     finish_reason: str | None = None  # "stop", "length", ...
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens, ...: the counts reported
+    native_calls: list[str] = field(default_factory=list)  # names in message.tool_calls: a format we never ask for
 
 
 def chat_url(base_url: str) -> str:
@@ -262,8 +263,11 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     if not text and isinstance(refusal, str):
         text = refusal
     finish_reason = choice.get("finish_reason")
+    tool_calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
     return Reply(
         text=text,
+        native_calls=[str((call.get("function") or {}).get("name") or "?") if isinstance(call, dict) else "?"
+                      for call in tool_calls],
         # Metadata, not the reply: one in a shape we cannot read tells as much as none.
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=token_counts(data.get("usage")),

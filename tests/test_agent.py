@@ -437,3 +437,9 @@ def test_a_task_on_stdin_that_is_not_utf8_is_one_line(monkeypatch, capsys):
 def test_the_tests_run_without_proxy_or_ca_bundle_settings():
     import os
     assert not {"HTTP_PROXY", "https_proxy", "ALL_PROXY", "REQUESTS_CA_BUNDLE"} & set(os.environ)
+
+
+def test_a_reply_with_only_native_tool_calls_is_a_failure_that_names_them(tmp_path):
+    session, _ = make_session(tmp_path, Reply("", "tool_calls", native_calls=["read_file"]))
+    with pytest.raises(agent.AnswerIncomplete, match=r"native function call \(read_file\) instead of text"):
+        run_task(session, "go")

@@ -630,3 +630,13 @@ def test_retry_after_reads_any_header_as_a_wait_or_nothing():
             response.headers[name] = value
             wait = retry_after(response)
             assert wait is None or 0 <= wait < float("inf"), (name, value, wait)
+
+
+@responses.activate
+def test_native_tool_calls_are_named_in_the_reply():
+    message = {"role": "assistant", "content": None,
+               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]}
+    body = {"choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+    responses.post(URL, json=body)
+    reply = Client(BASE, "sk-test", "m").chat([{"role": "user", "content": "hi"}])
+    assert (reply.text, reply.finish_reason, reply.native_calls) == ("", "tool_calls", ["read_file"])
