@@ -1,6 +1,7 @@
 """End to end on the wire: `python agent.py` against a local server that compresses, chunks, drops connections
 and sends shapes no test of ours produced; the files must end with exactly the bytes intended."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -93,3 +94,22 @@ def test_what_cannot_be_read_is_one_line_and_exit_1(install, project, item, line
     url = endpoint.url + "/chat/completions"
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines() == [f"plainagent: {line.format(url=url)}"]
+
+
+def test_editing_a_regex_holding_think_tags_in_a_crlf_file_over_gzip_writes_the_intended_bytes(install, project):
+    """The issue's own scenario: reasoning first, then an edit whose arguments hold <think> and </think>."""
+    (project / "strip.py").write_bytes(b'import re\r\nTHINK = re.compile(r"<thinking>.*?</thinking>")\r\n')
+    old = 'r"<thinking>.*?</thinking>"'
+    new = 'r"<think>.*?</think>", re.DOTALL'
+    call = json.dumps({"path": "strip.py", "old_str": old, "new_str": new})
+    script = [
+        {"body": completion(f"<think>The tag is <think>, not <thinking>.</think>\ntool: edit_file({call})"),
+         "encoding": "gzip", "chunked": 7},
+        {"body": completion("The pattern now matches <think> blocks."), "encoding": "gzip"},
+    ]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "match <think> blocks", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The pattern now matches <think> blocks.\n"
+    assert (project / "strip.py").read_bytes() == (
+        b'import re\r\nTHINK = re.compile(r"<think>.*?</think>", re.DOTALL)\r\n')
