@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import inspect
+import itertools
 import os
 import re
 import signal
@@ -151,14 +152,14 @@ def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
             break
     else:
         return shown + level, ""
-    if depth == 1:  # the folder itself holds too many: show its first entries and count the rest
-        n_more = sum(1 for entry in entries if len(entry.path.relative_to(top).parts) == 1) + 1
+    if depth == 1:  # the folder itself holds too many: show its first entries and count the rest of them
+        n_more = 1 + sum(1 for _ in itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1,
+                                                        entries))
         return level[:LIST_MAX_ENTRIES], (f"... and {n_more:,} more entries here, not shown (find one with "
                                           "search_files' glob, or list a subdirectory)")
-    n_folders = sum(entry.is_dir for entry in shown if len(entry.path.relative_to(top).parts) == depth - 1)
     levels = "level" if depth == 2 else f"{depth - 1} levels"
-    return shown, (f"(the top {levels} only: the tree has more than {LIST_MAX_ENTRIES} entries; the {n_folders} "
-                   "directories at the last level shown are not expanded: list one to see inside it)")
+    return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
+                   "directory to see inside it)")
 
 
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
@@ -203,8 +204,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
     n_files, name, notes = 0, "", []
     try:
         with time_limit(SEARCH_MAX_SECONDS):
-            for file in files_to_search(ws, full, path, glob, skipped):
-                name = ws.relative(file)
+            for name, file in files_to_search(ws, full, path, glob, skipped):
                 lines = searchable_lines(file, full, path)
                 if lines is None:
                     continue
@@ -224,13 +224,15 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
     return "\n".join([capped(matches, SEARCH_MAX_MATCHES, "matches (narrow the pattern, path or glob)")] + notes)
 
 
-def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None, skipped: list[str]) -> list[Path]:
-    """The files search_files reads, in tree order; those it may not read or will not read go to `skipped`."""
-    if full.is_file():
-        if full.stat().st_size > SEARCH_MAX_FILE_BYTES:
+def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
+                    skipped: list[str]) -> list[tuple[str, Path]]:
+    """(name to show, real path) of each file search_files reads, in tree order; the files it may not or
+    will not read go to `skipped`, with why."""
+    if not full.is_dir():  # the path named one file: a refusal is an error, not a note
+        if full.is_file() and full.stat().st_size > SEARCH_MAX_FILE_BYTES:
             raise ToolError(f"{path} is {full.stat().st_size:,} bytes; search_files reads files up to "
                             f"{SEARCH_MAX_FILE_BYTES:,} bytes. Use run_command with grep -n to search it.")
-        return [full]
+        return [(ws.relative(full), full)]
     files = []
     for entry in ws.walk(full):
         name = ws.relative(entry.path)
@@ -239,10 +241,11 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None, skip
         if entry.note:
             skipped.append(f"{name} ({entry.note})")
         elif entry.path.is_file() and entry.path.stat().st_size > SEARCH_MAX_FILE_BYTES:
-            skipped.append(f"{name} ({entry.path.stat().st_size:,} bytes, over 1 MB: use run_command with grep)")
-        else:
-            files.append(entry.path.resolve() if entry.path.is_symlink() else entry.path)
-    return sorted(files, key=lambda file: file.parts)
+            skipped.append(f"{name} ({entry.path.stat().st_size:,} bytes, more than search_files reads: "
+                           "use run_command with grep)")
+        else:  # a link that passed the gate is read where it leads, and shown under its own name
+            files.append((name, entry.path.resolve() if entry.path.is_symlink() else entry.path))
+    return sorted(files, key=lambda file: Path(file[0]).parts)
 
 
 def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:

@@ -105,6 +105,12 @@ def test_no_tool_reads_through_a_link_to_a_secret_or_outside(links, name, args):
     assert (links.root / ".env").read_bytes() == b"DB_PASSWORD=hunter2\n"
 
 
+def test_a_link_inside_the_workspace_is_searched_under_its_own_name(ws):
+    write(ws, "real.txt", b"needle\n")
+    os.symlink("real.txt", ws.root / "alias.txt")
+    assert run(ws, "search_files", pattern="needle").output == "alias.txt:1: needle\nreal.txt:1: needle"
+
+
 def test_search_and_list_say_which_files_they_would_not_read(links):
     assert run(links, "search_files", pattern="PASSWORD|root").output == (
         "fine.txt:1: root of the matter, PASSWORD policy\n"
@@ -233,6 +239,8 @@ def test_special_files_are_refused_not_waited_on(ws):
     assert "not a regular file" in run(ws, "read_file", path="pipe").output
     assert "not a regular file" in run(ws, "edit_file", path="pipe", old_str="a", new_str="b").output
     assert run(ws, "search_files", pattern="needle").output == "a.txt:1: needle"
+    assert run(ws, "search_files", pattern="needle", path="pipe").output == (
+        "pipe is not a regular file (a pipe, socket or device); only files can be searched.")
 
 
 def test_a_nul_in_a_path_is_a_clear_error(ws):
@@ -266,8 +274,9 @@ def test_list_files_recurses_marks_directories_and_skips_noise(ws):
 
 
 def test_list_files_caps_with_a_count(ws):
-    for n in range(tools.LIST_MAX_ENTRIES + 25):
+    for n in range(tools.LIST_MAX_ENTRIES + 24):
         write(ws, f"f{n:04}.txt", b"")
+    write(ws, "sub/deeper.txt", b"")  # the 25th more entry is sub/; what is inside it is not counted
     lines = run(ws, "list_files").output.splitlines()
     assert len(lines) == tools.LIST_MAX_ENTRIES + 1
     assert lines[-1] == "... and 25 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"
@@ -282,13 +291,11 @@ def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws,
     write(ws, "z.txt", b"")
     assert run(ws, "list_files").output == "\n".join([
         "a_big/", "src/", "z.txt",
-        "(the top level only: the tree has more than 8 entries; the 2 directories at the last level shown are "
-        "not expanded: list one to see inside it)"])
+        "(only the top level: the tree has more than 8 entries; list a directory to see inside it)"])
     monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 25)  # two whole levels fit; the third (src/lib/util.py) does not
     assert run(ws, "list_files").output.splitlines()[-5:] == [
         "src/", "src/app.py", "src/lib/", "z.txt",
-        "(the top 2 levels only: the tree has more than 25 entries; the 1 directories at the last level shown are "
-        "not expanded: list one to see inside it)"]
+        "(only the top 2 levels: the tree has more than 25 entries; list a directory to see inside it)"]
 
 
 def test_list_files_in_git_shows_what_an_allow_list_gitignore_allows(ws):
@@ -517,7 +524,8 @@ def test_search_files_says_which_big_files_it_skipped(ws, monkeypatch):
     write(ws, "big.log", b"needle\n" * 20)
     write(ws, "small.txt", b"needle\n")
     assert run(ws, "search_files", pattern="needle").output == (
-        "small.txt:1: needle\n(not searched: big.log (140 bytes, over 1 MB: use run_command with grep))")
+        "small.txt:1: needle\n(not searched: big.log (140 bytes, more than search_files reads: use run_command "
+        "with grep))")
     named = run(ws, "search_files", pattern="needle", path="big.log")
     assert not named.ok and named.output == ("big.log is 140 bytes; search_files reads files up to 100 bytes. "
                                              "Use run_command with grep -n to search it.")
