@@ -147,7 +147,9 @@ class Workspace:
         """The entries under `top`, breadth-first (all of one level before the next; each folder sorted),
         skipping SKIP_DIRS, virtualenvs and what git ignores. Each entry has passed `confine`: a refused
         one says why in its note. A link to a folder is shown, not followed."""
-        ignored = IgnoreRules(self.root)
+        rules = IgnoreRules(self.root)
+        # A folder git ignores, asked for by name (list_files("build")): show what is in it all the same.
+        asked_for_ignored = top != self.root and rules.ignores(self.relative(top), top.name, is_dir=True)
         folders = deque([top])
         while folders:
             try:
@@ -156,20 +158,24 @@ class Workspace:
             except OSError:  # unreadable (permissions) or gone since it was listed: nothing to show in it
                 continue
             for item in items:
-                path = Path(item.path)
-                relative = self.relative(path)
+                path, is_dir = Path(item.path), item.is_dir(follow_symlinks=False)
+                if (is_dir and skip_dir(path)) or (
+                        not asked_for_ignored and rules.ignores(self.relative(path), path.name, is_dir=is_dir)):
+                    continue
                 if item.is_symlink():
                     yield self.walked_link(path)
-                elif item.is_dir():
-                    if not (skip_dir(path) or ignored.ignores(relative, path.name, is_dir=True)):
-                        yield Entry(path, True)
-                        folders.append(path)
-                elif not ignored.ignores(relative, path.name, is_dir=False):
-                    try:
-                        self.confine(path, real=path)  # a plain file in a real folder is where its name says
-                        yield Entry(path, False)
-                    except PathRefused as refusal:
-                        yield Entry(path, False, note=refusal.reason)
+                elif is_dir:
+                    yield Entry(path, True)
+                    folders.append(path)
+                else:
+                    yield self.walked_file(path)
+
+    def walked_file(self, path: Path) -> Entry:
+        try:
+            self.confine(path, real=path)  # a plain file in a real folder is where its name says
+        except PathRefused as refusal:
+            return Entry(path, False, note=refusal.reason)
+        return Entry(path, False)
 
     def walked_link(self, path: Path) -> Entry:
         try:
@@ -288,39 +294,30 @@ class IgnoreRules:
     .git/info/exclude, the user's global excludes); elsewhere, the top-level .gitignore, simplified."""
 
     def __init__(self, root: Path):
-        listed = files_git_shows(root)
-        self.git_files = listed  # relative paths git lists (a submodule or nested repository is one path)
-        self.git_folders = {parent for path in listed or () for parent in parents(path)}
-        self.patterns = gitignore_patterns(root) if listed is None else []
+        self.git_ignores = paths_git_ignores(root)
+        self.patterns = gitignore_patterns(root) if self.git_ignores is None else []
 
     def ignores(self, relative: str, name: str, *, is_dir: bool) -> bool:
-        if self.git_files is None:
+        if self.git_ignores is None:
             return is_ignored(relative, name, self.patterns, is_dir=is_dir)
-        if relative in self.git_files or relative in self.git_folders:
-            return False
-        # Git lists a submodule or a nested repository as one path, nothing inside: show what is inside.
-        return not any(parent in self.git_files for parent in parents(relative))
+        parts = relative.split("/")
+        return any("/".join(parts[:n]) in self.git_ignores for n in range(1, len(parts) + 1))
 
 
-def parents(relative: str) -> list[str]:
-    """The folders above a relative path: "a/b/c.py" -> ["a", "a/b"]."""
-    parts = relative.split("/")
-    return ["/".join(parts[:n]) for n in range(1, len(parts))]
-
-
-def files_git_shows(root: Path) -> set[str] | None:
-    """The files git tracks or would add (untracked and not ignored) under `root`, relative to it; None
-    where git is missing, `root` is not in a repository, or git lists nothing (then `root` may be ignored
-    by the repository around it, and git's answer would hide everything)."""
+def paths_git_ignores(root: Path) -> set[str] | None:
+    """The untracked paths git ignores under `root`, relative to it (a folder ignored as a whole is one
+    path); None where git is missing, `root` is not in a repository, or `root` itself is ignored by the
+    repository around it (git's answer would hide everything). Asking for what is ignored, not for what is
+    shown, keeps empty folders visible and the answer short: node_modules/ is one line."""
     try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                                cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
+        listed = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--directory",
+                                 "-z"], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if listed.returncode != 0 or not listed.stdout:
+    ignored = {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}  # "build/" -> "build"
+    if listed.returncode != 0 or "." in ignored:
         return None
-    # A nested repository comes as "nested/"; the output ends with a NUL.
-    return {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}
+    return ignored
 
 
 def gitignore_patterns(root: Path) -> list[str]:

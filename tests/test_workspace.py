@@ -119,7 +119,22 @@ def test_in_git_tracked_and_untracked_files_show_and_ignored_ones_do_not(ws):
     write(ws, "debug.log", b"")
     write(ws, "nested/.git/HEAD", b"")  # another repository inside: git lists only "nested/"
     write(ws, "nested/inner.py", b"")
-    assert walked(ws) == [".gitignore", "nested/", "tracked.py", "untracked.py", "nested/inner.py"]
+    write(ws, "logs/kept.log", b"")
+    git(ws, "add", "-f", "logs/kept.log")  # tracked, though the rules ignore it: git shows it
+    assert walked(ws) == [".gitignore", "logs/", "nested/", "tracked.py", "untracked.py", "logs/kept.log",
+                          "nested/inner.py"]
+
+
+def test_an_ignored_folder_asked_for_by_name_is_walked_all_the_same(ws):
+    write(ws, ".gitignore", b"build/\n*.tmp\n")
+    write(ws, "build/out/a.o", b"")
+    write(ws, "src/x.tmp", b"")
+    write(ws, "src/a.py", b"")
+    os.symlink("src", ws.root / "ignored.tmp")  # a link is a path like any other to the ignore rules
+    (ws.root / "empty").mkdir()  # git lists no folder without files; the walk still shows it
+    git(ws, "init", "-q")
+    assert walked(ws) == [".gitignore", "empty/", "src/", "src/a.py"]
+    assert [ws.relative(entry.path) for entry in ws.walk(ws.root / "build")] == ["build/out", "build/out/a.o"]
 
 
 def test_a_workspace_git_ignores_entirely_falls_back_to_its_own_gitignore(ws):
