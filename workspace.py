@@ -6,8 +6,8 @@ tools (it must not import `tools.py`). The rules:
   - every path a tool reads, lists, searches or writes passes `Workspace.confine`, one gate: its real
     location (links followed) must be inside the root, neither its name nor its target's may look like a
     secret, and nothing is written under `.git/`;
-  - the walk (`Workspace.walk`, used for listing, searching and suggestions) shows what git shows in a
-    repository, else what the top-level .gitignore leaves;
+  - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what git ignores
+    in a repository (asking git), else what the top-level .gitignore names;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
     and refuses when the file is no longer what the agent left.
 Not covered: hard links (a hard link to a file outside is the file itself, and no path can tell), and
