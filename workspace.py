@@ -184,6 +184,8 @@ class Workspace:
             return Entry(path, False, note=refusal.reason)
         if real.is_dir():
             return Entry(path, True, "a link to a folder: not followed; list its target instead")
+        if not real.exists():
+            return Entry(path, False, "a broken link: what it leads to does not exist")
         return Entry(path, False)
 
     # --- writes, and taking them back ---

@@ -95,7 +95,11 @@ def test_the_walk_is_breadth_first_and_notes_what_may_not_be_read(ws, tmp_path):
     (tmp_path / "outside").mkdir()
     os.symlink(tmp_path / "outside", ws.root / "linked_dir")
     os.symlink(".env", ws.root / "config.txt")
+    os.symlink("a", ws.root / "linked_a")
+    os.symlink("nowhere", ws.root / "dangling")
     assert walked(ws) == [".env (may hold secrets)", "a/", "config.txt (may hold secrets)",
+                          "dangling (a broken link: what it leads to does not exist)",
+                          "linked_a/ (a link to a folder: not followed; list its target instead)",
                           "linked_dir (leads outside the workspace)", "z.txt", "a/b/", "a/b/deep.txt"]
 
 
