@@ -272,8 +272,8 @@ def time_limit(seconds: float) -> Iterator[None]:
     """Raise TimeLimitHit inside the block once `seconds` have passed. It takes a signal: a pattern that
     backtracks for ever never returns from one `re` call, but re checks for signals every 4,096 steps
     (CPython's sre_lib.h), so SIGALRM's handler can end it. Signals reach the main thread only, where the
-    tools run; in another thread the block runs without a limit."""
-    if threading.current_thread() is not threading.main_thread():
+    tools run; in another thread (or without SIGALRM, on Windows) the block runs without a limit."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
         yield
         return
 

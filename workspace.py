@@ -311,9 +311,11 @@ def paths_git_ignores(root: Path) -> set[str] | None:
     path); None where git is missing, `root` is not in a repository, or `root` itself is ignored by the
     repository around it (git's answer would hide everything). Asking for what is ignored, not for what is
     shown, keeps empty folders visible and the answer short: node_modules/ is one line."""
+    # core.fsmonitor names a program git would run: a prepared .git/config must not run one by our hand.
+    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--others", "--ignored", "--exclude-standard",
+               "--directory", "-z"]
     try:
-        listed = subprocess.run(["git", "ls-files", "--others", "--ignored", "--exclude-standard", "--directory",
-                                 "-z"], cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
+        listed = subprocess.run(command, cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
     ignored = {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}  # "build/" -> "build"

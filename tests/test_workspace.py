@@ -141,6 +141,15 @@ def test_an_ignored_folder_asked_for_by_name_is_walked_all_the_same(ws):
     assert [ws.relative(entry.path) for entry in ws.walk(ws.root / "build")] == ["build/out", "build/out/a.o"]
 
 
+def test_asking_git_runs_no_program_the_repository_config_names(ws, tmp_path):
+    """core.fsmonitor is a command git runs on `ls-files`: a prepared .git/config must not get it run."""
+    write(ws, "a.py", b"")
+    git(ws, "init", "-q")
+    git(ws, "config", "core.fsmonitor", f"touch {tmp_path / 'ran'}; echo")
+    assert walked(ws) == ["a.py"]
+    assert not (tmp_path / "ran").exists()
+
+
 def test_a_workspace_git_ignores_entirely_falls_back_to_its_own_gitignore(ws):
     """The root inside an ignored folder of a bigger repository: git lists nothing, which would hide all."""
     git(ws, "init", "-q")
