@@ -57,7 +57,7 @@ SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better
 SEARCH_MAX_SECONDS = 10  # a whole search_files call, walk included; in -p mode nobody is there to press Ctrl-C
 SUGGEST_MAX_ENTRIES = 5000  # paths compared when suggesting a close name for a missing one
-SUGGEST_MAX_SECONDS = 0.5
+SUGGEST_MAX_SECONDS = 0.5  # it runs on every missing path: a hint must not cost more than the call
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
 
@@ -115,10 +115,9 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
 
 
 def list_files(ws: Workspace, path: str = ".") -> str:
-    """List the files under a directory, recursively, the top levels first; directories end with "/".
-    Dependency, cache and virtualenv directories and what git ignores are left out; a file you may not
-    read is shown with the reason. A big tree shows its top levels only and says so: then list a
-    subdirectory to see inside it.
+    """List the files under a directory, recursively; directories end with "/". Dependency, cache and
+    virtualenv directories and what git ignores are left out; a file you may not read is shown with the
+    reason. A big tree shows only its top levels, and says so: then list a subdirectory to see inside it.
 
     Args:
         path: directory to list, relative to the workspace root ("." is the root).
