@@ -34,10 +34,10 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 
 from client import ChatError, Client, Reply
-from edits import write_atomically
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
-from tools import TOOLS, Workspace, check_args, run_tool
+from tools import TOOLS, check_args, run_tool
+from workspace import Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
@@ -129,18 +129,17 @@ class Session:
     tokens: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
     recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
     n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
-    ending_note: str = ""  # how the last task ended, when its end is not in the history yet
+    notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
 
     def __post_init__(self):
         if not self.messages:  # the one message that comes before every task: rendered from the tools
             self.messages.append({"role": "system", "content": render_system_prompt(TOOLS)})
 
     def start_task(self, task: str) -> list[dict]:
-        """Append the task (after a note on how the last one ended, if the history does not show it)."""
+        """Append the task, after the notes on what happened since the model last heard (an interrupt, /undo)."""
         self.recent_calls, self.n_format_errors = [], 0  # a loop or a format problem is a task's own
-        if self.ending_note:
-            task = f"({self.ending_note})\n\n{task}"
-            self.ending_note = ""
+        task = "".join(f"({note})\n\n" for note in self.notes) + task
+        self.notes.clear()
         self.messages.append({"role": "user", "content": task})
         return self.messages
 
@@ -149,12 +148,12 @@ class Session:
 
         Roles must keep alternating, and the model must not believe work happened that did not: a request
         that never got a reply is closed with a note in the assistant's place; calls whose results never
-        came are explained at the start of the next task.
+        came are explained with the next task.
         """
         if self.messages[-1]["role"] == "user":
             self.messages.append({"role": "assistant", "content": f"({note})"})
         else:
-            self.ending_note = f"{note} The tool calls in your last reply may not all have run."
+            self.notes.append(f"{note} The tool calls in your last reply may not all have run.")
 
     def repeats(self, call: ToolCall) -> bool:
         """Record a call; True if it is the same call with the same arguments MAX_REPEATS times in a row."""
@@ -398,21 +397,11 @@ def repl(session: Session) -> int:
         if task in ("exit", "quit"):
             return 0
         if task == "/undo":
-            log(undo(session.workspace))
+            undone = session.workspace.undo()  # one line, for the user and the model alike
+            log(undone)
+            session.notes.append(f"The user ran /undo: {undone}")
         elif task:
             attempt(session, task)
-
-
-def undo(workspace: Workspace) -> str:
-    """Restore the file touched by the last write to its exact previous bytes (or remove it if created)."""
-    if not workspace.journal:
-        return "Nothing to undo."
-    path, before = workspace.journal.pop()
-    if before is None:
-        path.unlink(missing_ok=True)
-        return f"Removed {workspace.relative(path)} (it was created by the agent)."
-    write_atomically(path, before, path.stat().st_mode & 0o7777 if path.exists() else 0o644)
-    return f"Restored {workspace.relative(path)}."
 
 
 class TerminalConfirm:

@@ -1,13 +1,14 @@
-"""The tools the model may call, the workspace sandbox they run in, and argument checking and dispatch.
+"""The tools the model may call, and argument checking and dispatch.
 
 A tool is one function: its name is the tool's name, its signature (after the `ws` workspace argument) is
 the schema, and its docstring is the description the model reads (`prompt.py` renders them). Tools return
 text; a tool that cannot do what was asked raises `ToolError` with a sentence the model can act on, and
 `run_tool` turns every exception into such a result, so a tool failure never ends the session.
 
-Trust rules, enforced here and nowhere else: every path stays inside the workspace; files holding secrets
-are never read; writes never touch `.git/`; edits keep the file's bytes (line endings, BOM, final newline,
-permissions) and are written atomically; every write and command is confirmed through `ws.confirm`.
+The sandbox the tools run in (which paths may be touched, secret files, ignore rules, the undo journal,
+redaction) is `workspace.py`: every path here goes through `ws.resolve` or `ws.walk`, and every write
+through `ws.approve` and `ws.write`. Edits keep the file's bytes (line endings, BOM, final newline,
+permissions); `edits.py` holds how.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import inspect
+import itertools
 import os
 import re
 import signal
 import stat
 import subprocess
 import threading
+import time
 import typing
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from edits import (
@@ -39,100 +43,34 @@ from edits import (
     replace_once,
     split_lines,
     unified_diff,
-    write_atomically,
 )
+from workspace import Entry, ToolError, Workspace
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
-READ_MAX_LINES = 400  # lines per read_file call: ~10k tokens at most, fits small local context windows
-READ_MAX_BYTES = 40_000  # bytes per read_file call, for files with very long lines
+# Lines per read_file call. 250 lines of typical code are ~3.5k tokens: a page still fits an 8k-token local
+# window beside the prompt and the task (400 did not), and each page stays in the history for later requests.
+# Codex CLI's prompt asks for the same 250-line chunks.
+READ_MAX_LINES = 250
+READ_MAX_BYTES = 25_000  # bytes per read_file call, for files with very long lines (~6k tokens at most)
 READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
 LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
+SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better
+SEARCH_MAX_SECONDS = 10  # a whole search_files call, walk included; in -p mode nobody is there to press Ctrl-C
+SUGGEST_MAX_ENTRIES = 5000  # paths compared when suggesting a close name for a missing one
+SUGGEST_MAX_SECONDS = 0.5  # it runs on every missing path: a hint must not cost more than the call
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
-
-# Directories that hold tools' output, not the project: listing or searching them only burns tokens.
-SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".next", ".parcel-cache"}
-SECRET_NAMES = [".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*"]
-NOT_SECRET_NAMES = {".env.example", ".env.sample", ".env.template"}
-
-
-class ToolError(Exception):
-    """A tool could not do what was asked; the message tells the model why and what to do instead."""
-
-
-# Answers the user's question before a write or a command: (kind, title, preview) -> None to go ahead,
-# or the reason for refusing ("" when the user gave none). kind is "edit" or "command".
-Confirm = Callable[[str, str, str], "str | None"]
-
-
-@dataclass
-class Workspace:
-    """The directory the agent may work in, and the session state the tools share."""
-
-    root: Path
-    confirm: Confirm | None = None  # None approves everything (--yes)
-    secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
-    journal: list[tuple[Path, bytes | None]] = field(default_factory=list)  # (file, bytes before) per write
-
-    def __post_init__(self):
-        self.root = Path(self.root).resolve()
-
-    def resolve(self, path: str, *, writing: bool = False) -> Path:
-        """The real path of `path` (relative to the root, or absolute inside it), or a ToolError."""
-        if not path.strip():
-            raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
-        if "\0" in path:
-            raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
-        full = (self.root / path).resolve()  # follows symlinks, so a link cannot lead outside unnoticed
-        if full != self.root and not full.is_relative_to(self.root):
-            raise ToolError(f"{path} is outside the workspace {self.root}; only paths inside it can be used.")
-        if is_secret(Path(path).name) or is_secret(full.name):
-            raise ToolError(f"{path} may hold secrets (API keys, private keys), so it is not read, searched "
-                            "or edited. Ask the user if you need something from it.")
-        if writing and ".git" in full.relative_to(self.root).parts:
-            raise ToolError(f"{path} is inside .git/; writing there could corrupt the repository. "
-                            "Use git commands through run_command instead.")
-        return full
-
-    def relative(self, full: Path) -> str:
-        """How the model should name `full`: relative to the root, with '/'."""
-        return full.relative_to(self.root).as_posix() if full != self.root else "."
-
-    def approve(self, kind: str, title: str, preview: str) -> None:
-        """Ask the user before a write or a command; a refusal becomes a ToolError with their reason."""
-        if self.confirm is None:
-            return
-        refusal = self.confirm(kind, title, preview)
-        if refusal is not None:
-            raise ToolError(f"Not approved: {title}. {refusal}")
-
-    def write(self, full: Path, data: bytes, mode: int, before: bytes | None) -> None:
-        """Write atomically, and journal the bytes before (None: the file was new) so /undo can restore them."""
-        try:
-            write_atomically(full, data, mode)
-        except OSError as error:
-            raise ToolError(f"could not write {self.relative(full)}: {error.strerror or error}.") from None
-        self.journal.append((full, before))
-
-    def redact(self, text: str) -> str:
-        """The text with the API key blanked out, so no tool result ever shows it to the model."""
-        return text.replace(self.secret, "[REDACTED]") if self.secret else text
-
-
-def is_secret(name: str) -> bool:
-    return name not in NOT_SECRET_NAMES and any(fnmatch.fnmatch(name, pattern) for pattern in SECRET_NAMES)
 
 
 # --- the tools (docstrings are what the model reads: keep them exact and short) ---
 
 
 def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_LINES) -> str:
-    """Read a text file, at most 400 lines (40 KB) a call; the last line says how to read on. Each
+    """Read a text file, at most 250 lines (25 KB) a call; the last line says how to read on. Each
     line is shown as its number, a tab, then the line; the numbers are not part of the file, so never copy
     them into old_str.
 
@@ -182,7 +120,8 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
 
 def list_files(ws: Workspace, path: str = ".") -> str:
     """List the files under a directory, recursively; directories end with "/". Dependency, cache and
-    virtualenv directories and what .gitignore excludes are left out.
+    virtualenv directories and what git ignores are left out; a file you may not read is shown with the
+    reason. A big tree shows only its top levels, and says so: then list a subdirectory to see inside it.
 
     Args:
         path: the directory ("." is the workspace root).
@@ -192,18 +131,45 @@ def list_files(ws: Workspace, path: str = ".") -> str:
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
     if not full.is_dir():
         raise ToolError(f"{path} is a file, not a directory; use read_file to read it.")
-    found = sorted(walk(ws, full), key=lambda item: item[0].parts)  # each directory followed by its contents
-    entries = [ws.relative(entry) + ("/" if is_dir else "") for entry, is_dir in found]
-    if not entries:
+    shown, cut = overview(ws, full)
+    if not shown:
         return f"({path} is empty)"
-    return capped(entries, LIST_MAX_ENTRIES, "entries (list a subdirectory to see them)")
+    lines = [ws.relative(entry.path) + ("/" if entry.is_dir else "") + (f"  ({entry.note})" if entry.note else "")
+             for entry in sorted(shown, key=lambda entry: entry.path.parts)]  # each directory, then what is in it
+    return "\n".join(lines + ([cut] if cut else []))
+
+
+def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
+    """The entries to show under `top`, whole levels from the top while they fit in LIST_MAX_ENTRIES, and a
+    line saying what was left out ("" if nothing). One big folder deep down cannot hide the rest."""
+    entries = ws.walk(top)  # breadth-first: all of a level before the next
+    shown: list[Entry] = []  # the complete levels so far
+    level: list[Entry] = []  # the level being read
+    depth = 1
+    for entry in entries:
+        entry_depth = len(entry.path.relative_to(top).parts)
+        if entry_depth != depth:
+            shown, level, depth = shown + level, [], entry_depth
+        level.append(entry)
+        if len(shown) + len(level) > LIST_MAX_ENTRIES:
+            break
+    else:
+        return shown + level, ""
+    if depth == 1:  # the folder itself holds too many: show its first entries and count the rest of them
+        n_more = 1 + sum(1 for _ in itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1,
+                                                        entries))
+        return level[:LIST_MAX_ENTRIES], (f"... and {n_more:,} more entries here, not shown (find one with "
+                                          "search_files' glob, or list a subdirectory)")
+    levels = "level" if depth == 2 else f"{depth - 1} levels"
+    return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
+                   "directory to see inside it)")
 
 
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     """Replace old_str with new_str in a file. old_str must match exactly one place: copy it from
     read_file output without the line numbers, with enough lines around the change to be unique. An empty
-    old_str creates a new file holding new_str (it never overwrites an existing file). Line endings,
-    encoding and the final newline are kept.
+    old_str creates a new file holding new_str (it never overwrites an existing file). Line endings and
+    encoding are kept, and so is the final newline unless changing it is the whole edit.
 
     Args:
         path: the file.
@@ -221,7 +187,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
     """Search text files for a Python regular expression; prints path:line: text for each matching
-    line, at most 100. Skips the same directories as list_files.
+    line, at most 100. Searches what list_files shows, except binary files, and names what it skipped
+    (secrets, files over 1 MB). Stops after 10 seconds with what it found so far.
 
     Args:
         pattern: e.g. "TODO|FIXME" or "def [a-z_]+_file".
@@ -236,24 +203,94 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
     full = ws.resolve(path)
     if not full.exists():
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
-    files = [full] if full.is_file() else [entry for entry, is_dir in walk(ws, full) if not is_dir]
-    matches, n_files = [], 0
-    for file in files:
-        name = ws.relative(file)
-        if glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(file.name, glob)):
-            continue
-        if not file.is_file() or is_secret(file.name) or file.stat().st_size > EDIT_MAX_BYTES:
-            continue  # pipes and devices would block; huge files are logs and data, not code
-        data = file.read_bytes()
-        if b"\0" in data[:BINARY_SNIFF_BYTES]:
-            continue
-        n_files += 1
-        for number, line in enumerate(split_lines(data.removeprefix(BOM).decode("utf-8", "replace")), 1):
-            if regex.search(line):
-                matches.append(f"{name}:{number}: {line.strip()[:200]}")
+    matches: list[str] = []
+    skipped: list[str] = []  # "name (why)" for each file not searched that the model may have wanted
+    n_files, name, notes = 0, "", []
+    try:
+        with time_limit(SEARCH_MAX_SECONDS):
+            for name, file in files_to_search(ws, full, path, glob, skipped):
+                lines = searchable_lines(file, full, path)
+                if lines is None:
+                    continue
+                matches += [f"{name}:{number}: {line.strip()[:200]}"
+                            for number, line in enumerate(lines, 1) if regex.search(line)]
+                n_files += 1
+    except TimeLimitHit:
+        where = f"in {name}" if name else "while finding the files"
+        notes.append(f"(search stopped at its {SEARCH_MAX_SECONDS} s limit {where}, {n_files} files searched "
+                     "before it: a pattern with nested repeats such as (a+)+ can run for ever on a long line, and "
+                     "a big tree takes long; simplify the pattern, or narrow path or glob)")
+    if skipped:
+        notes.append("(not searched: " + "; ".join(skipped[:10])
+                     + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ")")
     if not matches:
-        return f"No matches for {pattern!r} in {path} ({n_files} files searched)."
-    return capped(matches, SEARCH_MAX_MATCHES, "matches (narrow the pattern, path or glob)")
+        return "\n".join([f"No matches for {pattern!r} in {path} ({n_files} files searched)."] + notes)
+    return "\n".join([capped(matches, SEARCH_MAX_MATCHES, "matches (narrow the pattern, path or glob)")] + notes)
+
+
+def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
+                    skipped: list[str]) -> list[tuple[str, Path]]:
+    """(name to show, real path) of each file search_files reads, in tree order; the files it may not or
+    will not read go to `skipped`, with why."""
+    if not full.is_dir():  # the path named one file: a refusal is an error, not a note
+        if full.is_file() and full.stat().st_size > SEARCH_MAX_FILE_BYTES:
+            raise ToolError(f"{path} is {full.stat().st_size:,} bytes; search_files reads files up to "
+                            f"{SEARCH_MAX_FILE_BYTES:,} bytes. Use run_command with grep -n to search it.")
+        return [(ws.relative(full), full)]
+    files = []
+    for entry in ws.walk(full):
+        name = ws.relative(entry.path)
+        if entry.is_dir or (glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
+            continue
+        if entry.note:
+            skipped.append(f"{name} ({entry.note})")
+        elif entry.path.is_file() and entry.path.stat().st_size > SEARCH_MAX_FILE_BYTES:
+            skipped.append(f"{name} ({entry.path.stat().st_size:,} bytes, more than search_files reads: "
+                           "use run_command with grep)")
+        else:  # a link that passed the gate is read where it leads, and shown under its own name
+            files.append((name, entry.path.resolve() if entry.path.is_symlink() else entry.path))
+    return sorted(files, key=lambda file: Path(file[0]).parts)
+
+
+def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:
+    """A text file's lines, or None for a file to pass over quietly (binary, a pipe, a device). When the
+    path named this one file, those are errors instead: the model asked for it."""
+    if not file.is_file():  # opening a FIFO would wait for a writer forever
+        if file == full:
+            raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be searched.")
+        return None
+    data = file.read_bytes()
+    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+        if file == full:
+            raise ToolError(f"{path} is a binary file ({len(data):,} bytes); search_files searches text files only.")
+        return None
+    return split_lines(data.removeprefix(BOM).decode("utf-8", "replace"))
+
+
+class TimeLimitHit(Exception):
+    """The block under `time_limit` ran out of time."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeLimitHit inside the block once `seconds` have passed. It takes a signal: a pattern that
+    backtracks for ever never returns from one `re` call, but re checks for signals every 4,096 steps
+    (CPython's sre_lib.h), so SIGALRM's handler can end it. Signals reach the main thread only, where the
+    tools run; in another thread (or without SIGALRM, on Windows) the block runs without a limit."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeLimitHit()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
@@ -271,8 +308,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     ws.approve("command", "run this command", f"$ {command}")
     # The child gets the user's environment minus the API key; its own session (process group), so a
     # timeout can kill everything it started, not only the shell.
-    env = {name: value for name, value in os.environ.items()
-           if name != "OPENAI_API_KEY" and not (ws.secret and ws.secret in value)}
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
     process = subprocess.Popen(command, shell=True, cwd=ws.root, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     output = HeadAndTail(OUTPUT_MAX_BYTES)
@@ -400,55 +436,18 @@ def run_tool(ws: Workspace, name: str, args: dict) -> ToolResult:
     return result
 
 
-# --- walking the workspace ---
-
-
-def walk(ws: Workspace, top: Path) -> Iterator[tuple[Path, bool]]:
-    """(path, is_dir) under `top`, sorted, skipping SKIP_DIRS, virtualenvs and what .gitignore excludes."""
-    ignored = gitignore_patterns(ws.root)
-    for directory, dirnames, filenames in os.walk(top):
-        base = Path(directory)
-        dirnames[:] = sorted(name for name in dirnames if not skip_dir(ws, base / name, ignored))
-        for name in dirnames:
-            yield base / name, True
-        for name in sorted(filenames):
-            if not is_ignored(ws.relative(base / name), name, ignored, is_dir=False):
-                yield base / name, False
-
-
-def skip_dir(ws: Workspace, path: Path, ignored: list[str]) -> bool:
-    return (path.name in SKIP_DIRS or path.name.endswith(".egg-info") or (path / "pyvenv.cfg").exists()
-            or path.is_symlink() or is_ignored(ws.relative(path), path.name, ignored, is_dir=True))
-
-
-def gitignore_patterns(root: Path) -> list[str]:
-    """The top-level .gitignore's patterns (negations `!` are not supported and are skipped)."""
-    try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "!"))]
-
-
-def is_ignored(relative: str, name: str, patterns: list[str], *, is_dir: bool) -> bool:
-    """Git's rules, simplified: a pattern with an inner '/' is anchored at the root, others match any name."""
-    for pattern in patterns:
-        if pattern.endswith("/"):
-            if not is_dir:
-                continue
-            pattern = pattern.rstrip("/")
-        pattern = pattern.removeprefix("**/")
-        if "/" in pattern:
-            if fnmatch.fnmatch(relative, pattern.lstrip("/")):
-                return True
-        elif fnmatch.fnmatch(name, pattern):
-            return True
-    return False
+# --- naming what exists ---
 
 
 def suggest_paths(ws: Workspace, path: str) -> str:
-    """A hint naming existing paths close to a missing one."""
-    known = [ws.relative(entry) for entry, _ in walk(ws, ws.root)][:5000]
+    """A hint naming existing paths close to a missing one. Bounded (entries and time): it runs on every
+    miss, and a workspace may be a home directory."""
+    known, deadline = [], time.monotonic() + SUGGEST_MAX_SECONDS
+    for entry in ws.walk(ws.root):  # breadth-first, so the paths nearest the root are compared first
+        if len(known) >= SUGGEST_MAX_ENTRIES or time.monotonic() > deadline:
+            break
+        if not entry.note:
+            known.append(ws.relative(entry.path))
     wanted = Path(path).name
     close = [name for name in known if Path(name).name == wanted]
     close += [name for name in difflib.get_close_matches(path, known, n=3, cutoff=0.6) if name not in close]
@@ -492,7 +491,6 @@ def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
     ws.approve("edit", f"create {path}", content)
-    full.parent.mkdir(parents=True, exist_ok=True)
     umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
     os.umask(umask)
     data = content.encode("utf-8")

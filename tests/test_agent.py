@@ -8,7 +8,7 @@ import re
 import pytest
 
 import agent
-from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task, undo
+from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task
 from client import Reply
 from frames import read_results
 from prompt import NOT_RUN
@@ -22,6 +22,7 @@ class ScriptedModel:
         self.replies = [r if isinstance(r, Reply) else Reply(r, "stop", {"prompt_tokens": 100, "completion_tokens": 10})
                         for r in replies]
         self.seen: list[list[dict]] = []
+        self.url = "http://fake/v1/chat/completions"
 
     def chat(self, messages):
         self.seen.append(copy.deepcopy(messages))
@@ -262,15 +263,17 @@ def test_without_a_terminal_nothing_is_approved_and_nothing_waits(monkeypatch):
     assert "stdin is not a terminal" in TerminalConfirm()("command", "run: ls", "ls")
 
 
-def test_undo_restores_exact_bytes_and_removes_created_files(tmp_path):
-    ws = Workspace(tmp_path)
-    (tmp_path / "a.txt").write_bytes(b"one\r\ntwo\r\n")
-    TOOLS["edit_file"](ws, "a.txt", "one", "1")
-    TOOLS["edit_file"](ws, "new.txt", "", "x")
-    assert undo(ws) == "Removed new.txt (it was created by the agent)."
-    assert undo(ws) == "Restored a.txt."
-    assert (tmp_path / "a.txt").read_bytes() == b"one\r\ntwo\r\n" and not (tmp_path / "new.txt").exists()
-    assert undo(ws) == "Nothing to undo."
+def test_undo_in_the_repl_reverts_the_write_and_the_model_hears_of_it(tmp_path, monkeypatch, capsys):
+    session, model = make_session(tmp_path, 'tool: edit_file({"path": "notes/new.txt", "old_str": "", "new_str": "x"})',
+                                  "Created it.", "Fine.")
+    monkeypatch.setattr("sys.stdin", io.StringIO("make a note\n/undo\nwhat happened?\n"))
+    assert agent.repl(session) == 0
+    assert not (tmp_path / "notes").exists()  # the file, and the folder made for it
+    assert "Undone: removed notes/new.txt" in capsys.readouterr().err
+    last = model.seen[-1]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert last[-1]["content"].startswith("(The user ran /undo: Undone: removed notes/new.txt")
+    assert last[-1]["content"].endswith(")\n\nwhat happened?")
 
 
 # --- how a task ends, and what the history keeps of it ---

@@ -36,7 +36,7 @@ def test_every_parameter_is_typed(name):
 
 
 def test_signatures_render_types_and_json_defaults():
-    assert render_signature("read_file", TOOLS["read_file"]) == "read_file(path: str, offset: int = 1, limit: int = 400)"
+    assert render_signature("read_file", TOOLS["read_file"]) == "read_file(path: str, offset: int = 1, limit: int = 250)"
     assert render_signature("search_files", TOOLS["search_files"]) == \
         'search_files(pattern: str, path: str = ".", glob: str | None = null)'
     assert render_signature("edit_file", TOOLS["edit_file"]) == "edit_file(path: str, old_str: str, new_str: str)"

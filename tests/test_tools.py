@@ -2,7 +2,9 @@
 
 import os
 import stat
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,13 +66,58 @@ def test_symlink_escapes_are_refused_and_nothing_is_created_outside(ws, tmp_path
 
 
 @pytest.mark.parametrize("name", [".env", ".env.local", ".env.production", "server.pem", "tls.key", "id_rsa",
-                                  "id_rsa.pub", "id_ed25519"])
+                                  "id_rsa.pub", "id_ed25519", ".ENV", ".envrc", "prod.env", "TLS.KEY", ".netrc",
+                                  ".aws/credentials"])
 def test_secret_files_are_not_read_edited_or_searched(ws, name):
     write(ws, name, b"OPENAI_API_KEY=sk-live-123\n")
     assert "may hold secrets" in run(ws, "read_file", path=name).output
     assert "may hold secrets" in run(ws, "edit_file", path=name, old_str="sk", new_str="x").output
-    assert "No matches" in run(ws, "search_files", pattern="sk-live").output
+    searched = run(ws, "search_files", pattern="sk-live").output
+    assert searched.startswith("No matches") and f"(not searched: {name} (may hold secrets))" in searched
     assert (ws.root / name).read_bytes() == b"OPENAI_API_KEY=sk-live-123\n"
+
+
+@pytest.fixture
+def links(ws, tmp_path):
+    """config.txt -> .env and link_out -> a file outside: every tool must refuse both."""
+    write(ws, ".env", b"DB_PASSWORD=hunter2\n")
+    (tmp_path / "passwd").write_bytes(b"root:x:0:0:root:/root:/bin/sh\n")
+    os.symlink(".env", ws.root / "config.txt")
+    os.symlink(tmp_path / "passwd", ws.root / "link_out")
+    write(ws, "fine.txt", b"root of the matter, PASSWORD policy\n")
+    return ws
+
+
+@pytest.mark.parametrize("name, args", [
+    ("read_file", {"path": "config.txt"}),
+    ("read_file", {"path": "link_out"}),
+    ("search_files", {"pattern": "PASSWORD|root"}),
+    ("search_files", {"pattern": "PASSWORD|root", "path": "config.txt"}),
+    ("search_files", {"pattern": "root", "path": "link_out"}),
+    ("search_files", {"pattern": ".", "glob": "*.txt"}),
+    ("edit_file", {"path": "config.txt", "old_str": "DB", "new_str": "X"}),
+    ("edit_file", {"path": "link_out", "old_str": "root", "new_str": "X"}),
+    ("list_files", {}),
+])
+def test_no_tool_reads_through_a_link_to_a_secret_or_outside(links, name, args):
+    output = run(links, name, **args).output
+    assert "hunter2" not in output and "root:x" not in output
+    assert (links.root / ".env").read_bytes() == b"DB_PASSWORD=hunter2\n"
+
+
+def test_a_link_inside_the_workspace_is_searched_under_its_own_name(ws):
+    write(ws, "real.txt", b"needle\n")
+    os.symlink("real.txt", ws.root / "alias.txt")
+    assert run(ws, "search_files", pattern="needle").output == "alias.txt:1: needle\nreal.txt:1: needle"
+
+
+def test_search_and_list_say_which_files_they_would_not_read(links):
+    assert run(links, "search_files", pattern="PASSWORD|root").output == (
+        "fine.txt:1: root of the matter, PASSWORD policy\n"
+        "(not searched: .env (may hold secrets); config.txt (may hold secrets); "
+        "link_out (leads outside the workspace))")
+    assert run(links, "list_files").output == (
+        ".env  (may hold secrets)\nconfig.txt  (may hold secrets)\nfine.txt\nlink_out  (leads outside the workspace)")
 
 
 @pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template"])
@@ -87,19 +134,35 @@ def test_writes_inside_git_are_refused(ws):
     assert run(ws, "read_file", path=".git/config").ok  # reading is fine
 
 
+KEY = "sk-proj-abcdef0123456789"
+
+
 def test_the_api_key_is_redacted_from_every_result(ws):
-    ws.secret = "sk-abcdef123456"
-    write(ws, "notes.txt", b"key: sk-abcdef123456\n")
-    assert "sk-abcdef123456" not in run(ws, "read_file", path="notes.txt").output
-    assert "[REDACTED]" in run(ws, "search_files", pattern="key").output
-    assert "sk-abcdef123456" not in run(ws, "run_command", command="cat notes.txt").output
+    ws.secret = KEY
+    write(ws, "notes.txt", f"key: {KEY}\n".encode())
+    assert KEY not in run(ws, "read_file", path="notes.txt").output
+    assert run(ws, "search_files", pattern="key").output == "notes.txt:1: key: [REDACTED]"
+    assert KEY not in run(ws, "run_command", command="cat notes.txt").output
 
 
 def test_commands_do_not_get_the_api_key(ws, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    ws.secret = "sk-from-env"
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("COPIED_KEY", KEY)
+    ws.secret = KEY
     result = run(ws, "run_command", command="env")
-    assert result.ok and "OPENAI_API_KEY" not in result.output and "sk-from-env" not in result.output
+    assert result.ok and "OPENAI_API_KEY" not in result.output and "COPIED_KEY" not in result.output
+
+
+@pytest.mark.parametrize("key", ["ollama", "EMPTY", "x", "..."])
+def test_a_short_placeholder_key_corrupts_nothing(ws, monkeypatch, key):
+    """Local servers take any key: blanking "x" turned `exit code 0` into `e[REDACTED]it code 0`."""
+    ws.secret = key
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("PLAINAGENT_SAMPLE", "ollama x EMPTY ...")  # conftest clears PLAINAGENT_* after each test
+    write(ws, "a.py", b"import ollama  # x EMPTY ...\n")
+    assert run(ws, "read_file", path="a.py").output == "     1\timport ollama  # x EMPTY ...\n(lines 1-1 of 1; end of file)"
+    output = run(ws, "run_command", command="echo $PLAINAGENT_SAMPLE; echo ${OPENAI_API_KEY:-unset}").output
+    assert output == "exit code 0:\nollama x EMPTY ...\nunset\n"
 
 
 # --- read_file ---
@@ -114,8 +177,8 @@ def test_read_file_numbers_lines_and_says_where_it_ends(ws):
 def test_read_file_windows_and_says_how_to_read_on(ws):
     write(ws, "big.txt", "".join(f"line {n}\n" for n in range(1, 1001)).encode())
     first = run(ws, "read_file", path="big.txt").output
-    assert first.splitlines()[0] == "     1\tline 1" and first.splitlines()[399] == "   400\tline 400"
-    assert first.endswith("(lines 1-400 of 1000; call read_file with offset=401 to read on)")
+    assert first.splitlines()[0] == "     1\tline 1" and first.splitlines()[249] == "   250\tline 250"
+    assert first.endswith("(lines 1-250 of 1000; call read_file with offset=251 to read on)")
     middle = run(ws, "read_file", path="big.txt", offset=990, limit=5).output
     assert middle == "\n".join(f"{n:>6}\tline {n}" for n in range(990, 995)) + \
         "\n(lines 990-994 of 1000; call read_file with offset=995 to read on)"
@@ -176,6 +239,8 @@ def test_special_files_are_refused_not_waited_on(ws):
     assert "not a regular file" in run(ws, "read_file", path="pipe").output
     assert "not a regular file" in run(ws, "edit_file", path="pipe", old_str="a", new_str="b").output
     assert run(ws, "search_files", pattern="needle").output == "a.txt:1: needle"
+    assert run(ws, "search_files", pattern="needle", path="pipe").output == (
+        "pipe is not a regular file (a pipe, socket or device); only files can be searched.")
 
 
 def test_a_nul_in_a_path_is_a_clear_error(ws):
@@ -209,11 +274,36 @@ def test_list_files_recurses_marks_directories_and_skips_noise(ws):
 
 
 def test_list_files_caps_with_a_count(ws):
-    for n in range(tools.LIST_MAX_ENTRIES + 25):
+    for n in range(tools.LIST_MAX_ENTRIES + 24):
         write(ws, f"f{n:04}.txt", b"")
+    write(ws, "sub/deeper.txt", b"")  # the 25th more entry is sub/; what is inside it is not counted
     lines = run(ws, "list_files").output.splitlines()
     assert len(lines) == tools.LIST_MAX_ENTRIES + 1
-    assert lines[-1] == "... and 25 more entries (list a subdirectory to see them)"
+    assert lines[-1] == "... and 25 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"
+
+
+def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws, monkeypatch):
+    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 8)
+    for n in range(20):
+        write(ws, f"a_big/f{n:02}.txt", b"")
+    write(ws, "src/app.py", b"")
+    write(ws, "src/lib/util.py", b"")
+    write(ws, "z.txt", b"")
+    assert run(ws, "list_files").output == "\n".join([
+        "a_big/", "src/", "z.txt",
+        "(only the top level: the tree has more than 8 entries; list a directory to see inside it)"])
+    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 25)  # two whole levels fit; the third (src/lib/util.py) does not
+    assert run(ws, "list_files").output.splitlines()[-5:] == [
+        "src/", "src/app.py", "src/lib/", "z.txt",
+        "(only the top 2 levels: the tree has more than 25 entries; list a directory to see inside it)"]
+
+
+def test_list_files_in_git_shows_what_an_allow_list_gitignore_allows(ws):
+    write(ws, ".gitignore", b"/*\n!/src/\n")
+    write(ws, "src/app.py", b"")
+    write(ws, "secret_notes.txt", b"")
+    subprocess.run(["git", "init", "-q"], cwd=ws.root, check=True)
+    assert run(ws, "list_files").output == "src/\nsrc/app.py"
 
 
 def test_list_files_errors(ws):
@@ -263,7 +353,8 @@ def test_every_write_is_journaled_for_undo(ws):
     write(ws, "a.txt", b"one\r\n")
     edit(ws, "a.txt", "one", "two")
     edit(ws, "b.txt", "", "new")
-    assert ws.journal == [(ws.root / "a.txt", b"one\r\n"), (ws.root / "b.txt", None)]
+    assert [(entry.path, entry.before, entry.after) for entry in ws.journal] == [
+        (ws.root / "a.txt", b"one\r\n", b"two\r\n"), (ws.root / "b.txt", None, b"new")]
 
 
 # --- edit_file: refused with a helpful error, file untouched ---
@@ -426,6 +517,54 @@ def test_search_files_invalid_pattern(ws):
 def test_search_files_no_match(ws):
     write(ws, "a.txt", b"x\n")
     assert run(ws, "search_files", pattern="zzz").output == "No matches for 'zzz' in . (1 files searched)."
+
+
+def test_search_files_says_which_big_files_it_skipped(ws, monkeypatch):
+    monkeypatch.setattr(tools, "SEARCH_MAX_FILE_BYTES", 100)
+    write(ws, "big.log", b"needle\n" * 20)
+    write(ws, "small.txt", b"needle\n")
+    assert run(ws, "search_files", pattern="needle").output == (
+        "small.txt:1: needle\n(not searched: big.log (140 bytes, more than search_files reads: use run_command "
+        "with grep))")
+    named = run(ws, "search_files", pattern="needle", path="big.log")
+    assert not named.ok and named.output == ("big.log is 140 bytes; search_files reads files up to 100 bytes. "
+                                             "Use run_command with grep -n to search it.")
+
+
+def test_search_files_on_a_named_binary_file_says_so(ws):
+    write(ws, "img.bin", b"needle\0")
+    assert run(ws, "search_files", pattern="needle", path="img.bin").output == (
+        "img.bin is a binary file (7 bytes); search_files searches text files only.")
+
+
+def test_a_pattern_that_backtracks_for_ever_is_stopped_at_the_time_limit(ws, monkeypatch):
+    """`(a+)+$` on a's then b takes 2^n steps inside one re call: only a signal can stop it."""
+    monkeypatch.setattr(tools, "SEARCH_MAX_SECONDS", 0.3)
+    write(ws, "a.txt", b"found (a+)\n")
+    write(ws, "b.txt", b"a" * 60 + b"b\n")
+    started = time.monotonic()
+    output = run(ws, "search_files", pattern="(a+)+$|found").output
+    assert time.monotonic() - started < 3
+    assert output == ("a.txt:1: found (a+)\n(search stopped at its 0.3 s limit in b.txt, 1 files searched before it: "
+                      "a pattern with nested repeats such as (a+)+ can run for ever on a long line, and a big tree "
+                      "takes long; simplify the pattern, or narrow path or glob)")
+
+
+def test_search_files_in_another_thread_still_works(ws):
+    """Signals reach only the main thread: elsewhere the search runs without the limit, but it runs."""
+    write(ws, "a.txt", b"needle\n")
+    outputs = []
+    worker = threading.Thread(target=lambda: outputs.append(run(ws, "search_files", pattern="needle").output))
+    worker.start()
+    worker.join()
+    assert outputs == ["a.txt:1: needle"]
+
+
+def test_suggestions_for_a_missing_path_look_at_a_bounded_number_of_paths(ws, monkeypatch):
+    write(ws, "a/b/c/agent.py", b"")
+    assert run(ws, "read_file", path="agent.py").output == "agent.py does not exist. Did you mean: a/b/c/agent.py?"
+    monkeypatch.setattr(tools, "SUGGEST_MAX_ENTRIES", 3)  # a/, a/b/, a/b/c/: the file is past the bound
+    assert run(ws, "read_file", path="agent.py").output == "agent.py does not exist. Use list_files to see what exists."
 
 
 # --- run_command ---

@@ -1,0 +1,259 @@
+"""The sandbox on real files in tmp_path: the one gate every path passes, secret names, git's ignore rules,
+redaction of the API key, and the undo journal."""
+
+import os
+import subprocess
+
+import pytest
+
+import workspace
+from workspace import PathRefused, Workspace, is_secret
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    return Workspace(root)
+
+
+def write(ws, path, data: bytes):
+    full = ws.root / path
+    full.parent.mkdir(parents=True, exist_ok=True)
+    full.write_bytes(data)
+    return full
+
+
+def git(ws, *args):
+    subprocess.run(["git", *args], cwd=ws.root, check=True, capture_output=True)
+
+
+# --- secret names ---
+
+
+@pytest.mark.parametrize("path, secret", [
+    (".env", True), (".ENV", True), (".Env", True), (".envrc", True), (".env.local", True), (".env.production", True),
+    ("prod.env", True), ("config/staging.ENV", True),
+    ("server.pem", True), ("tls.KEY", True), ("cert.p12", True), ("cert.pfx", True), ("release.jks", True),
+    ("id_rsa", True), ("id_rsa.pub", True), ("ID_ED25519", True), ("id_ecdsa", True), ("id_dsa", True),
+    (".netrc", True), ("_netrc", True), (".pgpass", True), (".git-credentials", True), (".htpasswd", True),
+    (".npmrc", True), (".pypirc", True),
+    (".aws/credentials", True), ("home/.AWS/Credentials", True), (".docker/config.json", True),
+    (".kube/config", True), ("gcloud/application_default_credentials.json", True),
+    (".env.example", False), (".env.sample", False), (".env.template", False), (".ENV.EXAMPLE", False),
+    (".env.dist", False), ("environment.py", False), ("src/env.py", False), ("keys.py", False),
+    ("credentials", False), ("config.json", False), ("docker/config.json", False), ("README.md", False),
+    ("monkey.txt", False), ("aws/credentials.md", False),
+])
+def test_secret_names_are_matched_case_insensitively(path, secret):
+    assert is_secret(path) is secret
+
+
+# --- the one gate: confine ---
+
+
+def refusal(ws, path, **kwargs):
+    with pytest.raises(PathRefused) as refused:
+        ws.resolve(path, **kwargs)
+    return refused.value
+
+
+def test_a_link_is_judged_by_its_name_and_by_where_it_leads(ws, tmp_path):
+    write(ws, ".env", b"DB_PASSWORD=hunter2\n")
+    (tmp_path / "passwd").write_bytes(b"root:x:0:0\n")
+    os.symlink(".env", ws.root / "config.txt")
+    os.symlink(tmp_path / "passwd", ws.root / "link_out")
+    os.symlink("notes.txt", ws.root / ".env.local")  # a secret name leading to a harmless file: still refused
+    write(ws, "notes.txt", b"hello\n")
+    assert str(refusal(ws, "config.txt")) == ("config.txt leads to .env, which may hold secrets (API keys, "
+                                              "private keys), so it is not read, searched or edited.")
+    assert refusal(ws, "config.txt").reason == "may hold secrets"
+    assert str(refusal(ws, "link_out")) == f"link_out is outside the workspace {ws.root}; only paths inside it can be used."
+    assert refusal(ws, "link_out").reason == "leads outside the workspace"
+    assert refusal(ws, ".env.local").reason == "may hold secrets"
+    assert refusal(ws, "sub/../.env").reason == "may hold secrets"
+
+
+@pytest.mark.parametrize("path", [".git/config", ".GIT/config", "sub/.Git/HEAD"])
+def test_writes_under_git_are_refused_in_any_case(ws, path):
+    assert refusal(ws, path, writing=True).reason == "inside .git/"
+    assert ws.resolve(path) == ws.root / path  # reading is fine
+
+
+# --- the walk and git's ignore rules ---
+
+
+def walked(ws):
+    return [ws.relative(entry.path) + ("/" if entry.is_dir else "") + (f" ({entry.note})" if entry.note else "")
+            for entry in ws.walk(ws.root)]
+
+
+def test_the_walk_is_breadth_first_and_notes_what_may_not_be_read(ws, tmp_path):
+    write(ws, "a/b/deep.txt", b"")
+    write(ws, "z.txt", b"")
+    write(ws, ".env", b"")
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", ws.root / "linked_dir")
+    os.symlink(".env", ws.root / "config.txt")
+    os.symlink("a", ws.root / "linked_a")
+    os.symlink("nowhere", ws.root / "dangling")
+    assert walked(ws) == [".env (may hold secrets)", "a/", "config.txt (may hold secrets)",
+                          "dangling (a broken link: what it leads to does not exist)",
+                          "linked_a/ (a link to a folder: not followed; list its target instead)",
+                          "linked_dir (leads outside the workspace)", "z.txt", "a/b/", "a/b/deep.txt"]
+
+
+def test_an_allow_list_gitignore_is_read_by_git(ws):
+    """`/*` then `!/src/`: the old matcher skipped negations and hid everything."""
+    write(ws, ".gitignore", b"/*\n!/src/\n!/.gitignore\n")
+    write(ws, "src/app.py", b"")
+    write(ws, "src/build/out.o", b"")
+    write(ws, "src/.gitignore", b"build/\n")  # a nested .gitignore: the old matcher never read it
+    write(ws, "notes.txt", b"")
+    git(ws, "init", "-q")
+    assert walked(ws) == [".gitignore", "src/", "src/.gitignore", "src/app.py"]
+
+
+def test_in_git_tracked_and_untracked_files_show_and_ignored_ones_do_not(ws):
+    write(ws, ".gitignore", b"*.log\n")
+    write(ws, "tracked.py", b"")
+    git(ws, "init", "-q")
+    git(ws, "add", "tracked.py")
+    write(ws, "untracked.py", b"")
+    write(ws, "debug.log", b"")
+    write(ws, "nested/.git/HEAD", b"")  # another repository inside: git lists only "nested/"
+    write(ws, "nested/inner.py", b"")
+    write(ws, "logs/kept.log", b"")
+    git(ws, "add", "-f", "logs/kept.log")  # tracked, though the rules ignore it: git shows it
+    assert walked(ws) == [".gitignore", "logs/", "nested/", "tracked.py", "untracked.py", "logs/kept.log",
+                          "nested/inner.py"]
+
+
+def test_an_ignored_folder_asked_for_by_name_is_walked_all_the_same(ws):
+    write(ws, ".gitignore", b"build/\n*.tmp\n")
+    write(ws, "build/out/a.o", b"")
+    write(ws, "src/x.tmp", b"")
+    write(ws, "src/a.py", b"")
+    os.symlink("src", ws.root / "ignored.tmp")  # a link is a path like any other to the ignore rules
+    (ws.root / "empty").mkdir()  # git lists no folder without files; the walk still shows it
+    git(ws, "init", "-q")
+    assert walked(ws) == [".gitignore", "empty/", "src/", "src/a.py"]
+    assert [ws.relative(entry.path) for entry in ws.walk(ws.root / "build")] == ["build/out", "build/out/a.o"]
+
+
+def test_asking_git_runs_no_program_the_repository_config_names(ws, tmp_path):
+    """core.fsmonitor is a command git runs on `ls-files`: a prepared .git/config must not get it run."""
+    write(ws, "a.py", b"")
+    git(ws, "init", "-q")
+    git(ws, "config", "core.fsmonitor", f"touch {tmp_path / 'ran'}; echo")
+    assert walked(ws) == ["a.py"]
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_workspace_git_ignores_entirely_falls_back_to_its_own_gitignore(ws):
+    """The root inside an ignored folder of a bigger repository: git lists nothing, which would hide all."""
+    git(ws, "init", "-q")
+    write(ws, ".gitignore", b"build/\n")
+    inner = Workspace(write(ws, "build/sub/a.py", b"").parent.parent)
+    write(ws, "build/.gitignore", b"*.o\n")
+    write(ws, "build/x.o", b"")
+    assert walked(inner) == [".gitignore", "sub/", "sub/a.py"]
+
+
+def test_without_git_the_top_level_gitignore_is_used(ws, monkeypatch):
+    monkeypatch.setenv("PATH", "")  # no git to ask
+    write(ws, ".gitignore", b"*.log\n/build/\n")
+    write(ws, "a.log", b"")
+    write(ws, "build/x", b"")
+    write(ws, "src/build/y", b"")
+    assert walked(ws) == [".gitignore", "src/", "src/build/", "src/build/y"]
+
+
+# --- the API key ---
+
+
+@pytest.mark.parametrize("key, text, redacted", [
+    ("sk-proj-0123456789abcdefABCDEF", "key=sk-proj-0123456789abcdefABCDEF;", "key=[REDACTED];"),
+    ("sk-0123456789abcdef", "a sk-0123456789abcdef b", "a [REDACTED] b"),  # 19 characters
+    ("ollama", "import ollama", "import ollama"),
+    ("EMPTY", "EMPTY", "EMPTY"),
+    ("x", "exit code 0", "exit code 0"),
+    ("...", "wait...", "wait..."),
+    ("", "anything", "anything"),
+])
+def test_only_a_key_long_enough_to_be_a_secret_is_redacted(ws, key, text, redacted):
+    ws.secret = key
+    assert ws.redact(text) == redacted
+    assert ws.leaks(text) is (redacted != text)
+
+
+# --- writes and /undo ---
+
+
+def test_a_write_journals_before_and_after_and_the_folders_it_made(ws):
+    write(ws, "src/a.txt", b"one\r\n")
+    ws.write(ws.root / "src/a.txt", b"two\r\n", 0o644, before=b"one\r\n")
+    ws.write(ws.root / "src/new/deeper/b.txt", b"new", 0o644, before=None)
+    assert [(entry.path, entry.before, entry.after, entry.made_dirs) for entry in ws.journal] == [
+        (ws.root / "src/a.txt", b"one\r\n", b"two\r\n", []),
+        (ws.root / "src/new/deeper/b.txt", None, b"new", [ws.root / "src/new/deeper", ws.root / "src/new"])]
+
+
+def test_undo_restores_exact_bytes_removes_created_files_and_their_folders(ws):
+    a = write(ws, "src/a.txt", b"one\r\ntwo\r\n")
+    a.chmod(0o751)
+    ws.write(a, b"1\r\ntwo\r\n", 0o751, before=b"one\r\ntwo\r\n")
+    ws.write(ws.root / "src/new/deeper/b.txt", b"new", 0o644, before=None)
+    assert ws.undo() == "Undone: removed src/new/deeper/b.txt, which the agent had created."
+    assert not (ws.root / "src/new").exists()  # the folders it made for it, too; not src/, which was there
+    assert ws.undo() == "Undone: src/a.txt is back as it was before the agent's last edit."
+    assert a.read_bytes() == b"one\r\ntwo\r\n" and a.stat().st_mode & 0o7777 == 0o751
+    assert sorted(path.name for path in ws.root.rglob("*")) == ["a.txt", "src"]
+    assert ws.undo() == "Nothing to undo."
+
+
+def test_undo_keeps_a_folder_the_user_has_put_something_in(ws):
+    ws.write(ws.root / "new/sub/b.txt", b"new", 0o644, before=None)
+    write(ws, "new/mine.txt", b"mine")
+    assert ws.undo() == "Undone: removed new/sub/b.txt, which the agent had created."
+    assert sorted(ws.relative(path) for path in ws.root.rglob("*")) == ["new", "new/mine.txt"]
+
+
+def test_undo_refuses_to_lose_the_users_own_edit_and_can_retry(ws):
+    a = write(ws, "a.txt", b"v1\n")
+    ws.write(a, b"v2\n", 0o644, before=b"v1\n")
+    a.write_bytes(b"v2\nthe user's line\n")
+    refused = ("Not undone: a.txt has changed since the agent wrote it (by you or a command), and undoing "
+               "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
+    assert ws.undo() == refused
+    assert a.read_bytes() == b"v2\nthe user's line\n" and len(ws.journal) == 1  # nothing changed, nothing forgotten
+    a.write_bytes(b"v2\n")
+    assert ws.undo() == "Undone: a.txt is back as it was before the agent's last edit."
+    assert a.read_bytes() == b"v1\n"
+
+
+def test_undo_of_a_file_removed_since_is_refused_in_one_line(ws):
+    ws.write(ws.root / "gone/a.txt", b"v2\n", 0o644, before=b"v1\n")
+    (ws.root / "gone/a.txt").unlink()
+    (ws.root / "gone").rmdir()
+    assert ws.undo() == ("Not undone: gone/a.txt was removed since the agent wrote it (by you or a command), and "
+                         "undoing would lose that. Put it back as the agent left it to undo, or fix it by hand.")
+
+
+def test_undo_of_what_the_user_already_took_back_just_drops_it(ws):
+    ws.write(ws.root / "new.txt", b"x", 0o644, before=None)
+    (ws.root / "new.txt").unlink()
+    assert ws.undo() == "Nothing to undo in new.txt: it is already as it was before the agent's last write."
+    assert ws.journal == []
+
+
+def test_undo_turns_a_failed_write_into_one_line(ws, monkeypatch):
+    a = write(ws, "a.txt", b"v1\n")
+    ws.write(a, b"v2\n", 0o644, before=b"v1\n")
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(workspace.os, "replace", full_disk)
+    assert ws.undo() == "Could not undo the last write to a.txt: No space left on device."
+    assert a.read_bytes() == b"v2\n" and len(ws.journal) == 1
