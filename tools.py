@@ -119,9 +119,9 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
 
 
 def list_files(ws: Workspace, path: str = ".") -> str:
-    """List the files under a directory, recursively; directories end with "/". Dependency, cache and
-    virtualenv directories and what git ignores are left out; a file you may not read is shown with the
-    reason. A big tree shows only its top levels, and says so: then list a subdirectory to see inside it.
+    """List the files under a directory, recursively; directories end with "/". Leaves out dependency,
+    cache and virtualenv directories and what git ignores. A big tree shows only its top levels and says
+    so; then list a subdirectory to see inside it.
 
     Args:
         path: the directory ("." is the workspace root).
@@ -168,8 +168,8 @@ def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     """Replace old_str with new_str in a file. old_str must match exactly one place: copy it from
     read_file output without the line numbers, with enough lines around the change to be unique. An empty
-    old_str creates a new file holding new_str (it never overwrites an existing file). Line endings and
-    encoding are kept, and so is the final newline unless changing it is the whole edit.
+    old_str creates a new file holding new_str (it never overwrites an existing file). The file's line
+    endings and encoding are kept.
 
     Args:
         path: the file.
@@ -187,8 +187,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
     """Search text files for a Python regular expression; prints path:line: text for each matching
-    line, at most 100. Searches what list_files shows, except binary files, and names what it skipped
-    (secrets, files over 1 MB). Stops after 10 seconds with what it found so far.
+    line, at most 100. Searches the text files list_files shows, and names those it skipped. Stops
+    after 10 seconds with what it found so far.
 
     Args:
         pattern: e.g. "TODO|FIXME" or "def [a-z_]+_file".
