@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 try:
+    import fcntl
     import termios
 except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
     termios = None
@@ -62,6 +63,8 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
                     mark: Callable[[str], str] = str) -> tuple[str, str]:
     """(the header saying what will happen and the preview with every control character escaped, the question).
 
+    Tabs in a diff or a file's content are indentation, so they are shown as the spaces they stand for: a
+    terminal stops a run of tabs at the right margin, where later text would overwrite itself unseen.
     `kind`, `title` and `preview` are what the tools pass to their confirm callback: ("edit", "edit app.py",
     unified diff), ("edit", "create notes.md", the new content) or ("command", "run this command", "$ ls").
     """
@@ -77,10 +80,10 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
         if preview.endswith("\n"):
             lines.pop()  # the final line break ends the last line; it does not start another
         header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
-        body = "\n".join(escape(line, keep="\t", mark=mark) for line in elide(lines, mark))
+        body = "\n".join(escape(line, keep="\t", mark=mark) for line in elide(lines, mark)).expandtabs()
     else:
         header = f"Edit {escape(path, mark=mark)}:" if verb == "edit" else f"{escape(title, mark=mark).capitalize()}:"
-        body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark)  # the diff's lines, tabs as indented
+        body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark).expandtabs()
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
 
 
@@ -139,9 +142,8 @@ class TerminalConfirm:
         with Terminal.open(stdin, self.terminal) as terminal:
             preview_text, question = render_question(kind, title, preview, self.root, terminal.mark)
             terminal.write(preview_text)
-            n_discarded = terminal.discard_typed_ahead()  # once the preview is shown, before the question is
-            if n_discarded:
-                terminal.write(f"(discarded {count(n_discarded, 'character')} typed before this question)\n")
+            if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
+                terminal.write("(discarded what was typed before this question)\n")
             terminal.write(question)
             verdict, refusal = parse_answer(terminal.read_answer() or "")
             if verdict == "always":
@@ -175,7 +177,9 @@ class Terminal:
                 fd = os.open(name, os.O_RDWR | os.O_NOCTTY)
             except (OSError, ValueError):  # no controlling terminal, or a stdin without a file descriptor
                 continue
-            output = open(fd, "w", encoding="utf-8", errors="replace", closefd=False)
+            # In the terminal's own encoding: UTF-8 sent to a Latin-1 terminal can hold C1 controls (0x9b).
+            output = open(fd, "w", encoding=getattr(stdin, "encoding", None) or "utf-8",
+                          errors="backslashreplace", closefd=False)
             return cls(fd, None, output)
         return cls(None, stdin, sys.stderr)
 
@@ -194,15 +198,14 @@ class Terminal:
         self.output.write(text)
         self.output.flush()
 
-    def discard_typed_ahead(self) -> int:
-        """Throw away what was typed so far, before the question was shown; returns how many characters."""
+    def discard_typed_ahead(self) -> bool:
+        """Throw away what was typed so far, before the question was shown; True if there were whole lines."""
         if self.fd is None or termios is None:
-            return 0
-        import fcntl
+            return False
         termios.tcdrain(self.fd)  # wait until the preview has reached the screen
         pending = int.from_bytes(fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
         termios.tcflush(self.fd, termios.TCIFLUSH)
-        return pending
+        return pending > 0
 
     def read_answer(self) -> str | None:
         """One line typed by the user, or None for Ctrl-D (Ctrl-C raises KeyboardInterrupt: it ends the task)."""
