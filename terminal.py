@@ -80,19 +80,20 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
         if preview.endswith("\n"):
             lines.pop()  # the final line break ends the last line; it does not start another
         header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
-        body = "\n".join(escape(line, keep="\t", mark=mark) for line in elide(lines, mark)).expandtabs()
+        body = "\n".join(elide(lines, lambda line: escape(line, keep="\t", mark=mark), mark)).expandtabs()
     else:
         header = f"Edit {escape(path, mark=mark)}:" if verb == "edit" else f"{escape(title, mark=mark).capitalize()}:"
         body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark).expandtabs()
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
 
 
-def elide(lines: list[str], mark: Callable[[str], str] = str) -> list[str]:
-    """A long file's head and tail, with the number of lines left out between them."""
+def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
+    """A long file's head and tail as `show` renders them, with the number of lines left out between them."""
     if len(lines) <= PREVIEW_HEAD + PREVIEW_TAIL + 5:  # leaving out a handful of lines saves nothing
-        return lines
-    left_out = len(lines) - PREVIEW_HEAD - PREVIEW_TAIL
-    return lines[:PREVIEW_HEAD] + [mark(f"... {count(left_out, 'line')} not shown ...")] + lines[-PREVIEW_TAIL:]
+        return [show(line) for line in lines]
+    left_out = count(len(lines) - PREVIEW_HEAD - PREVIEW_TAIL, "line")
+    return ([show(line) for line in lines[:PREVIEW_HEAD]] + [mark(f"... {left_out} not shown ...")]
+            + [show(line) for line in lines[-PREVIEW_TAIL:]])
 
 
 def count(n: int, noun: str) -> str:
@@ -249,7 +250,7 @@ class TaskReader:
             try:
                 task = input(self.prompt).strip()
             except EOFError:
-                print(file=sys.stderr)  # end the prompt's line before the shell's
+                self.end_line()  # before the shell's prompt
                 return None
             except KeyboardInterrupt:
                 if not self.interactive:
@@ -265,15 +266,20 @@ class TaskReader:
 
     def leave_after_interrupt(self) -> bool:
         half_typed = self.readline.get_line_buffer().strip() if self.readline else ""
-        print(file=sys.stderr)  # the prompt's line stays as it was; a fresh prompt follows
+        self.end_line()  # the prompt's line stays as it was; a fresh prompt follows
         if half_typed:
             self.warned = False
             return False
         if self.warned:
             return True
         self.warned = True
-        print("(press Ctrl-C again or Ctrl-D to leave)", file=sys.stderr)
+        self.end_line("(press Ctrl-C again or Ctrl-D to leave)")
         return False
+
+    def end_line(self, text: str = "") -> None:
+        """Finish the prompt's line where the prompt is (stdout), even when stderr goes to a log."""
+        if self.interactive:
+            print(text, flush=True)
 
 
 def load_readline():

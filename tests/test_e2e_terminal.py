@@ -147,17 +147,18 @@ def test_ctrl_c_at_the_question_ends_the_task_on_a_line_of_its_own(install, proj
     assert contents == ["write notes", CREATE_NOTES, "(The user interrupted that task.)", "go on"]
 
 
-def test_ctrl_c_at_the_prompt_clears_the_line_and_the_session_goes_on(install, project):
-    with FakeEndpoint(["First answer.", "Second answer."]) as endpoint:
-        screen = Screen(install, project, endpoint)
+@pytest.mark.parametrize("stderr", ["terminal", "log"])
+def test_ctrl_c_at_the_prompt_clears_the_line_and_the_session_goes_on(install, project, tmp_path, stderr):
+    with FakeEndpoint(["First answer.", "Second answer."]) as endpoint, open(tmp_path / "log", "w") as log:
+        screen = Screen(install, project, endpoint, stderr=log if stderr == "log" else None)
         screen.prompt()
         screen.type("hello\n")
         screen.expect("First answer.")
         screen.prompt()
         screen.type("half-typed task")
         screen.expect("half-typed task")
-        screen.type("\x03")  # clears the line: no hint, a fresh prompt
-        assert "leave" not in screen.prompt()
+        screen.type("\x03")  # clears the line: no hint, a fresh prompt on a line of its own
+        assert screen.prompt() == "\n> "
         screen.type("\x03")  # at an empty prompt: says how to leave
         screen.expect("(press Ctrl-C again or Ctrl-D to leave)\n")
         screen.prompt()

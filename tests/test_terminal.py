@@ -93,6 +93,13 @@ def test_a_long_new_file_shows_its_head_and_tail_and_counts_the_rest():
     assert question == f"Allow create notes.md{QUESTION}"
 
 
+def test_marked_escapes_and_the_left_out_count_are_marked_once():
+    content = "\x1b[2J\n" + "x\n" * 100
+    shown, _ = render_question("edit", "create a.txt", content, ROOT, mark=lambda text: f"<{text}>")
+    assert shown.startswith("\nCreate a.txt (101 lines):\n<\\x1b>[2J\nx\n")
+    assert "\n<... 71 lines not shown ...>\nx\n" in shown
+
+
 @pytest.mark.parametrize("n_lines, n_shown", [(34, 34), (35, 35), (36, 31)])
 def test_a_few_lines_are_never_left_out(n_lines, n_shown):
     shown, _ = render_question("edit", "create a.txt", "x\n" * n_lines, ROOT)
