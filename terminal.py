@@ -170,8 +170,8 @@ class Terminal:
 
     @classmethod
     def open(cls, stdin, path: str) -> Terminal:
-        """/dev/tty, else the terminal stdin is; else stdin and stderr themselves."""
-        for name in (path, "stdin"):
+        """/dev/tty, else the terminal stdin is; else (or without termios) stdin and stderr themselves."""
+        for name in (path, "stdin") if termios is not None else ():
             try:
                 if name == "stdin":
                     name = os.ttyname(stdin.fileno())

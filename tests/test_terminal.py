@@ -232,6 +232,11 @@ def test_on_a_colour_terminal_escapes_show_in_reverse_video(pty, monkeypatch):
     assert "$ ls\x1b[7m\\x1b\x1b[27m[2K\n" in screen
 
 
+def test_without_dev_tty_it_asks_on_the_terminal_stdin_is(pty):
+    confirm = TerminalConfirm(ROOT, stdin=pty.stdin, terminal="/nonexistent/tty")
+    assert ask(pty, "y\n", confirm=confirm) == (None, f"\nCreate notes.md (1 line):\nhello\n\nAllow create notes.md{QUESTION}y\n")
+
+
 class FakeTerminal(io.StringIO):
     """A stdin that says it is a terminal but has no file descriptor, so there is no terminal to open."""
 
