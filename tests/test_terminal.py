@@ -12,6 +12,8 @@ import pytest
 
 from terminal import NO_TERMINAL, TerminalConfirm, escape, parse_answer, render_question
 
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+
 # --- escaping ---
 
 
@@ -259,5 +261,3 @@ def test_the_refusal_without_a_terminal_names_the_way_out():
     assert NO_TERMINAL == ("Nobody can be asked to approve it: stdin is not a terminal. "
                            "The user can run plainagent with --yes to allow writes and commands.")
 
-
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
