@@ -35,7 +35,7 @@ from dotenv import dotenv_values
 
 from client import ChatError, Client, Reply
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
-from terminal import TaskReader, TerminalConfirm
+from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
 from workspace import Workspace
@@ -195,8 +195,12 @@ def summarize(output: str) -> str:
 
 
 def log(line: str) -> None:
-    """Activity goes to stderr, so stdout carries only the answer (`-p` output can be piped)."""
-    print(line, file=sys.stderr, flush=True)
+    """Activity goes to stderr, so stdout carries only the answer (`-p` output can be piped).
+
+    What is logged holds the model's and the files' text: escape codes in it could rewrite the screen or
+    the clipboard, so they are shown, not sent.
+    """
+    print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
 
 
 # --- configuration ---
@@ -370,7 +374,7 @@ def attempt(session: Session, task: str) -> int:
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")
         return 1
-    print(answer, flush=True)
+    print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
     tokens = session.tokens
     log(f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far)")
     return 0
@@ -400,6 +404,8 @@ def repl(session: Session) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being handled
+        sys.exit(130)
     except BrokenPipeError:  # stdout was closed early (`... | head`): nobody is left to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)

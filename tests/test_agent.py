@@ -417,3 +417,12 @@ def test_a_reply_with_only_native_tool_calls_is_a_failure_that_names_them(tmp_pa
     session, _ = make_session(tmp_path, Reply("", "tool_calls", native_calls=["read_file"]))
     with pytest.raises(agent.AnswerIncomplete, match=r"native function call \(read_file\) instead of text"):
         run_task(session, "go")
+
+
+def test_the_activity_log_shows_escape_codes_instead_of_sending_them(tmp_path, capsys):
+    (tmp_path / "evil.txt").write_text("\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\u202etxt.exe\n")
+    session, _ = make_session(tmp_path, 'tool: read_file({"path": "evil.txt"})\ntool: run_command({"command": "echo \\u009b31m"})', "ok")
+    run_task(session, "go")
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err and "\x9b" not in err and "\x07" not in err
+    assert "\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J\\u202etxt.exe" in err
