@@ -2,7 +2,8 @@
 127.0.0.1, HTTP/1.1 keep-alive, and replies taken in order from a script.
 
 A script item is either a string (a 200 completion whose content is that text) or a dict
-{"status": 429, "headers": {...}, "body": dict or str, "delay": seconds} for anything else.
+{"status": 429, "headers": {...}, "body": dict or str, "delay": seconds} for anything else, or a function
+of the request body returning one of those (a model, or a server with limits, that answers what it is sent).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class FakeEndpoint:
                                                       self.connection_number))
                     item = endpoint.script.pop(0) if endpoint.script else {
                         "status": 500, "body": {"error": {"message": "the test script has no more replies"}}}
+                    if callable(item):  # under the lock, received[-1] is this request
+                        item = item(endpoint.received[-1].body)
                 if isinstance(item, str):
                     item = {"body": completion(item)}
                 time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests
