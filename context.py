@@ -33,7 +33,8 @@ MESSAGE_OVERHEAD = 12  # bytes counted for each message's role and the chat temp
 COMPACT_AT = 0.75  # share of the budget a request may reach; the rest is left for the model's reply
 COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away
 RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verbatim may take
-RESULTS_SHARE = 0.35  # share of the budget one reply's results may take; longer outputs are cut, with a note
+SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
+RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
 MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
 TRUNCATION_BYTES_PER_TOKEN = 8  # no tokenizer packs more: a server reporting fewer tokens cut the prompt
 MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
@@ -220,7 +221,9 @@ class Context:
         if n_stubbed := stub_results(messages, results, lambda: self.budget.fits(messages, goal)):
             done.append(f"{n_stubbed} older tool result{'s' * (n_stubbed > 1)} replaced by stubs")
         if not self.budget.fits(messages, goal):
-            summarized = summarize_older(messages, results, self.budget, self.summarize)
+            # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
+            worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
+            summarized = summarize_older(messages, results, self.budget, self.summarize, worth)
             if summarized:
                 messages, results, n_replaced = summarized
                 done.append(f"{n_replaced} older messages replaced by a summary")
@@ -253,11 +256,11 @@ class Context:
 
 
 def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[[], bool]) -> int:
-    """Replace tool results with stubs, oldest first, until `fits()`; the latest results stay whole.
-    Changes `messages` and `results` in place; returns how many were replaced."""
-    n_stubbed = 0
-    for index in sorted(results)[:-1]:
-        if fits():
+    """Replace tool results with stubs, oldest first, until `fits()`; the latest results of the current
+    task stay whole. Changes `messages` and `results` in place; returns how many were replaced."""
+    task, n_stubbed = current_task(messages, results) or 0, 0
+    for index in sorted(results):
+        if fits() or index == max(results) > task:
             break
         record = results[index]
         if record.get("stubbed"):
@@ -288,13 +291,14 @@ def describe_call(name: str, args: dict) -> str:
 
 
 def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budget,
-                    summarize: Callable[[str], str]) -> tuple[list[dict], dict[int, dict], int] | None:
+                    summarize: Callable[[str], str], worth: float = 0) -> tuple[list[dict], dict[int, dict], int] | None:
     """Replace the older turns with one summary, keeping the system prompt, the current task's message and
-    the recent turns verbatim: [system, summary, ack, (task), recent...]. None when nothing is older."""
+    the recent turns verbatim: [system, summary, ack, (task), recent...]. None when the older turns hold
+    fewer than `worth` tokens (or none at all)."""
     task = current_task(messages, results)
     start = recent_start(messages, budget, task)
     older = [index for index in range(1, start) if index != task]
-    if not older:
+    if not older or budget.estimate([messages[index] for index in older]) < worth:
         return None
     kept = ([task] if task is not None and task < start else []) + list(range(start, len(messages)))
     text = render_turns(messages, results, older, budget)
