@@ -131,8 +131,8 @@ def size_in_bytes(messages: list[dict]) -> int:
 
 def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     """(is it a refusal for length, the window it states if any)."""
-    text = f"{getattr(error, 'detail', '')} {error}"
-    if getattr(error, "status", None) not in (400, 413, 422) or not WINDOW_WORDS.search(text):
+    text = getattr(error, "detail", "") or str(error)  # the server's own words, without our "400 from URL"
+    if getattr(error, "status", None) not in (400, 413, 422, 500) or not WINDOW_WORDS.search(text):
         return False, None
     match = STATED_LIMIT.search(text)
     number = next((group for group in match.groups() if group), None) if match else None
@@ -223,7 +223,8 @@ class Context:
         if not self.budget.fits(messages, goal):
             # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
             worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
-            summarized = summarize_older(messages, results, self.budget, self.summarize, worth)
+            keep = 0 if force else RECENT_SHARE  # forced: only the current task and the last message stay
+            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, keep)
             if summarized:
                 messages, results, n_replaced = summarized
                 done.append(f"{n_replaced} older messages replaced by a summary")
@@ -245,11 +246,11 @@ class Context:
         try:
             reply = self.chat_function(request)
         except ChatError as error:
-            return f"(No summary could be written: {error}) The turns replaced began:\n{text[:1500]}"
+            return f"(No summary could be written: {error}) The replaced turns ended:\n…{text[-1500:]}"
         summary = re.sub(r"(?s)\A\s*<think>.*?</think>", "", reply.text).strip()
         if len(summary) > SUMMARY_MAX:
             summary = summary[:SUMMARY_MAX] + " [… the rest of the summary was cut]"
-        return summary or f"(The summary came back empty.) The turns replaced began:\n{text[:1500]}"
+        return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
 
 
 # --- the two ways of compacting ---
@@ -291,12 +292,13 @@ def describe_call(name: str, args: dict) -> str:
 
 
 def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budget,
-                    summarize: Callable[[str], str], worth: float = 0) -> tuple[list[dict], dict[int, dict], int] | None:
+                    summarize: Callable[[str], str], worth: float = 0,
+                    keep: float = RECENT_SHARE) -> tuple[list[dict], dict[int, dict], int] | None:
     """Replace the older turns with one summary, keeping the system prompt, the current task's message and
-    the recent turns verbatim: [system, summary, ack, (task), recent...]. None when the older turns hold
-    fewer than `worth` tokens (or none at all)."""
+    the recent turns (up to `keep` of the budget) verbatim: [system, summary, ack, (task), recent...].
+    None when the older turns hold fewer than `worth` tokens (or none at all)."""
     task = current_task(messages, results)
-    start = recent_start(messages, budget, task)
+    start = recent_start(messages, budget, task, keep)
     older = [index for index in range(1, start) if index != task]
     if not older or budget.estimate([messages[index] for index in older]) < worth:
         return None
@@ -316,13 +318,13 @@ def current_task(messages: list[dict], results: dict[int, dict]) -> int | None:
                  and not messages[index]["content"].startswith(SUMMARY_HEAD)), None)
 
 
-def recent_start(messages: list[dict], budget: Budget, task: int | None) -> int:
-    """Where the recent turns kept verbatim begin: as many as fit RECENT_SHARE, at least the last message,
-    and starting so that roles alternate after [system, summary (user), ack (assistant)] and the task."""
+def recent_start(messages: list[dict], budget: Budget, task: int | None, keep: float) -> int:
+    """Where the recent turns kept verbatim begin: as many as fit `keep` of the budget, at least the last
+    message, and starting so that roles alternate after [system, summary (user), ack (assistant)] and the task."""
     start, size = len(messages), 0
     while start > 1:
         size += budget.estimate([messages[start - 1]])
-        if size > RECENT_SHARE * budget.tokens:
+        if size > keep * budget.tokens:
             break
         start -= 1
     start = min(start, len(messages) - 1)
