@@ -159,7 +159,10 @@ class Transcript:
 
     def close(self) -> None:
         if self.fd is not None:
-            os.close(self.fd)
+            try:
+                os.close(self.fd)
+            except OSError:  # already gone with the disk: nothing more to lose
+                pass
             self.fd = None
 
 
