@@ -16,6 +16,9 @@ task, the loop in `run_task`:
   6. otherwise each call is checked and run (`run_calls`); every failure becomes a result, never a crash;
   7. the results go back as one user message, one `tool_result(` frame per call, and we repeat,
      at most --max-steps model calls per task.
+Before each model call the history is kept inside the context budget (`context.py`: old tool results become
+stubs, old turns a summary), and every message is appended to the session's transcript (`transcript.py`)
+as it happens, so `--resume` can carry on after an exit or a crash.
 The model never touches the machine: it writes text, and this script decides what runs.
 """
 
@@ -27,6 +30,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,10 +38,12 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 
 from client import ChatError, Client, Reply
-from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_result, render_results, render_system_prompt
+from context import CallResult, Context
+from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt
 from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
+from transcript import Loaded, Transcript, TranscriptError, open_session
 from workspace import Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
@@ -49,27 +55,28 @@ MAX_REPEATS = 3  # the same call with the same arguments this many times in a ro
 
 def run_task(session: Session, task: str) -> str:
     """Run one task to its final answer, appending every turn to session.messages."""
-    messages = session.start_task(task)
+    session.start_task(task)
+    context = session.context  # the messages, kept inside the token budget, recorded in the transcript
     for _ in range(session.config.max_steps):  # each turn is one model call
-        reply = session.client.chat(messages)
-        session.count_usage(reply.usage)
+        reply = context.chat()  # compacts the history first if this request would not fit the budget
         parsed = parse_reply(reply.text, list(TOOLS), reply.finish_reason)
-        messages.append({"role": "assistant", "content": parsed.text})
+        context.add("assistant", parsed.text, calls=[call.name for call in parsed.calls])
         if not parsed.calls:
             return final_answer(reply, parsed)
         results = run_calls(session, parsed.calls)
-        messages.append({"role": "user", "content": render_results(results, parsed.notes)})
+        context.add_results(results, parsed.notes)
     raise TaskStopped(STEP_LIMIT.format(n=session.config.max_steps))
 
 
-def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[str]:
-    """Run a reply's calls in order; returns one rendered result per call.
+def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallResult]:
+    """Run a reply's calls in order; returns one result per call.
 
     A call that cannot be read, fails its argument check or fails when run stops the reply there: the
     calls after it may depend on it, so they are reported as not run rather than run without it.
     """
     results, n_ran = [], 0
     for index, call in enumerate(calls):
+        started = time.monotonic()
         problem = format_error(call.problem) if isinstance(call, BadCall) else check_args(call.name, call.args)
         if problem is None and session.repeats(call):
             problem = (f"You have made this exact call {MAX_REPEATS} times in a row; its result will not change. "
@@ -82,9 +89,10 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[str]:
         else:
             ok, output = False, problem
             log(f"✗ {call.name}: {problem.splitlines()[0]}")
-        results.append(render_result(call.name, ok, output))
+        results.append(CallResult(call.name, getattr(call, "args", {}), ok, output, time.monotonic() - started))
         if not ok:
-            results += [render_result(later.name, False, NOT_RUN) for later in calls[index + 1:]]
+            results += [CallResult(later.name, getattr(later, "args", {}), False, NOT_RUN)
+                        for later in calls[index + 1:]]
             break
     session.count_format_errors(calls, n_ran)
     return results
@@ -126,23 +134,44 @@ class Session:
     config: Config
     client: Client
     workspace: Workspace
-    messages: list[dict] = field(default_factory=list)  # the whole conversation, only ever appended to
+    messages: list[dict] = field(default_factory=list)  # the conversation, appended to (and compacted by context)
+    transcript: Transcript = field(default_factory=Transcript)  # Transcript() records nothing
     tokens: dict = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
     recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
     n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
 
     def __post_init__(self):
+        self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, log)
         if not self.messages:  # the one message that comes before every task: rendered from the tools
-            self.messages.append({"role": "system", "content": render_system_prompt(TOOLS)})
+            self.context.add("system", render_system_prompt(TOOLS))
 
-    def start_task(self, task: str) -> list[dict]:
+    def call_model(self, messages: list[dict]) -> Reply:
+        """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
+        reply = self.client.chat(messages)
+        for key in self.tokens:
+            value = reply.usage.get(key) if isinstance(reply.usage, dict) else None
+            self.tokens[key] += value if isinstance(value, int) else 0
+        return reply
+
+    def resume(self, loaded: Loaded) -> None:
+        """Take up a transcript's history after the system prompt, and close what a crash left open."""
+        for warning in loaded.warnings:
+            log(f"plainagent: {warning}")
+        log(f"Resumed {loaded.path} ({len(loaded.messages)} messages).")
+        self.messages[1:] = loaded.messages
+        self.context.results = loaded.results
+        if loaded.context_tokens:  # a server's window learnt earlier in the session
+            self.context.budget.tokens = min(loaded.context_tokens, self.config.context_tokens)
+        ended_abruptly = self.messages[-1]["role"] == "user" or loaded.cut_off_calls
+        if len(self.messages) > 1 and ended_abruptly:
+            self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
+
+    def start_task(self, task: str) -> None:
         """Append the task, after the notes on what happened since the model last heard (an interrupt, /undo)."""
         self.recent_calls, self.n_format_errors = [], 0  # a loop or a format problem is a task's own
-        task = "".join(f"({note})\n\n" for note in self.notes) + task
+        self.context.add("user", "".join(f"({note})\n\n" for note in self.notes) + task)
         self.notes.clear()
-        self.messages.append({"role": "user", "content": task})
-        return self.messages
 
     def record_ending(self, note: str) -> None:
         """Keep the history true and well-formed after a task ended without an answer.
@@ -152,7 +181,7 @@ class Session:
         came are explained with the next task.
         """
         if self.messages[-1]["role"] == "user":
-            self.messages.append({"role": "assistant", "content": f"({note})"})
+            self.context.add("assistant", f"({note})")
         else:
             self.notes.append(f"{note} The tool calls in your last reply may not all have run.")
 
@@ -167,11 +196,6 @@ class Session:
         self.n_format_errors = self.n_format_errors + 1 if unreadable else 0
         if self.n_format_errors >= MAX_FORMAT_ERRORS:
             raise TaskStopped(FORMAT_LIMIT.format(n=self.n_format_errors))
-
-    def count_usage(self, usage: dict) -> None:
-        for key in self.tokens:
-            value = usage.get(key) if isinstance(usage, dict) else None
-            self.tokens[key] += value if isinstance(value, int) else 0
 
 
 def describe_args(args: dict) -> str:
@@ -213,6 +237,9 @@ class Config:
     model: str = ""  # OPENAI_MODEL
     max_steps: int = 30  # PLAINAGENT_MAX_STEPS: model calls per task
     stop: list[str] = field(default_factory=lambda: ["\ntool_result("])  # PLAINAGENT_STOP: JSON list, or "off"
+    context_tokens: int = 32_000  # PLAINAGENT_CONTEXT_TOKENS: the most one request may hold, estimated in tokens
+    log: Path | None = None  # --log: the transcript file (default: a new one in the state directory)
+    resume: str | None = None  # --resume: "" for this workspace's latest session, or a transcript file
     workspace: Path = Path(".")  # -C: the directory the tools may touch
     yes: bool = False  # -y: approve every write and command without asking
     env_file: Path | None = None  # the .env to name in error messages
@@ -223,7 +250,9 @@ class ConfigError(Exception):
 
 
 ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL",
-            "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP"}  # Config field -> variable
+            "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
+            "context_tokens": "PLAINAGENT_CONTEXT_TOKENS"}  # Config field -> variable
+MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 
 
 def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path) -> Config:
@@ -237,7 +266,7 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     for name, variable in ENV_VARS.items():
         if variable in settings:
             setattr(config, name, parse_setting(name, variable, settings[variable]))
-    for name in ("model", "base_url", "max_steps"):
+    for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
     config.workspace = Path(args.cwd).resolve()
@@ -248,9 +277,10 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
 
 def parse_setting(name: str, variable: str, value: str):
     try:
-        if name == "max_steps":
-            if int(value) < 1:
-                raise ConfigError(f"{variable}={value}: it must be at least 1.")
+        if name in ("max_steps", "context_tokens"):
+            least = 1 if name == "max_steps" else MIN_CONTEXT_TOKENS
+            if int(value) < least:
+                raise ConfigError(f"{variable}={value}: it must be at least {least}.")
             return int(value)
         if name == "stop":
             stop = [] if value.strip().lower() == "off" else json.loads(value)
@@ -284,6 +314,11 @@ def check_config(config: Config) -> None:
                           f"your provider and {where}.")
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
+    if config.context_tokens < MIN_CONTEXT_TOKENS:
+        raise ConfigError(f"--context-tokens must be at least {MIN_CONTEXT_TOKENS} (the system prompt alone takes "
+                          "about 1,000).")
+    if config.log is not None and config.resume is not None:
+        raise ConfigError("--log and --resume do not go together: a resumed session goes on in its own file.")
     if not config.workspace.exists():
         raise ConfigError(f"-C {config.workspace}: no such directory.")
     if not config.workspace.is_dir():
@@ -314,14 +349,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP), .env in the current directory, "
-               ".env next to agent.py. Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
+               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS), "
+               ".env in the current directory, .env next to agent.py. "
+               "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command without asking")
     parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")
     parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
     parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
     parser.add_argument("--max-steps", type=int, metavar="N", help="model calls per task (default 30)")
+    parser.add_argument("--context-tokens", type=int, metavar="N",
+                        help="most tokens one request may hold (default 32000)")
+    parser.add_argument("--log", type=Path, metavar="FILE", help="the transcript file (default: a new one in "
+                        "$XDG_STATE_HOME/plainagent/sessions)")
+    parser.add_argument("--resume", nargs="?", const="", metavar="FILE",
+                        help="continue this workspace's latest session, or FILE's; with -p, run one more task in it")
     return parser.parse_args(argv)
 
 
@@ -330,14 +372,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent)
         task = read_task(args.prompt) if args.prompt is not None else None
-    except ConfigError as error:
+        transcript, loaded = open_session(config, log)
+    except (ConfigError, TranscriptError) as error:
         print(f"plainagent: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
     confirm = None if config.yes else TerminalConfirm(config.workspace)
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
-    session = Session(config, client, Workspace(config.workspace, confirm, secret=config.api_key))
+    workspace = Workspace(config.workspace, confirm, secret=config.api_key)
+    session = Session(config, client, workspace, transcript=transcript)
+    if loaded:
+        session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)
 
 
@@ -382,7 +428,7 @@ def attempt(session: Session, task: str) -> int:
 
 def repl(session: Session) -> int:
     log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
-        "Type a task. /undo reverts the last write; exit, quit or Ctrl-D leaves.")
+        "Type a task. /undo reverts the last write, /compact shrinks the history; exit, quit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
         try:
@@ -396,6 +442,11 @@ def repl(session: Session) -> int:
             undone = session.workspace.undo()  # one line, for the user and the model alike
             log(undone)
             session.notes.append(f"The user ran /undo: {undone}")
+        elif task == "/compact":  # now, whatever the size: older results become stubs, older turns a summary
+            try:
+                log(session.context.compact(force=True) or "Nothing to compact yet.")
+            except KeyboardInterrupt:
+                log("Interrupted; the history is unchanged.")
         else:
             attempt(session, task)
 

@@ -35,7 +35,16 @@ JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number
 
 
 class ChatError(Exception):
-    """A model call failed; str(error) is the one line to show the user."""
+    """A model call failed; str(error) is the one line to show the user.
+
+    `status` and `detail` (the server's own words) are set for an HTTP error response, so a caller can
+    tell a refusal it can act on (a prompt too long for the model's window) from one it cannot.
+    """
+
+    def __init__(self, message: str, status: int | None = None, detail: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
 
 
 @dataclass
@@ -111,7 +120,7 @@ class Client:
             del body["stop"]
             response = self._post_with_retries(body)
         if response.status_code != 200:
-            raise ChatError(self._describe_failure(response))
+            raise ChatError(self._describe_failure(response), response.status_code, server_message(response))
         return parse_completion(response, self.url)
 
     def _post_with_retries(self, body: dict) -> requests.Response:

@@ -1,6 +1,7 @@
 """Every test runs isolated: no OPENAI_* or PLAINAGENT_* variables from the developer's shell, no proxy or
 CA-bundle settings (requests obeys them, and a proxy would swallow our 127.0.0.1 requests), the current
-directory is a fresh temporary one, and the network is out of reach (only 127.0.0.1 servers we start)."""
+directory and the XDG state and config directories are fresh temporary ones, and the network is out of
+reach (only 127.0.0.1 servers we start)."""
 
 import os
 import socket
@@ -21,6 +22,9 @@ def isolated(monkeypatch, tmp_path):
         if name.startswith(("OPENAI_", "PLAINAGENT_")) or name.upper() in NETWORK_VARIABLES:
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
+    # Transcripts, history and settings go to the user's state and config directories: never the real ones.
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     real_connect = socket.socket.connect
 
     def local_only(self, address):

@@ -1,7 +1,8 @@
 """A local OpenAI-compatible endpoint for the end-to-end tests and the benchmarks: a real socket on
 127.0.0.1, HTTP/1.1 keep-alive, and replies taken in order from a script.
 
-A script item is either a string (a 200 completion whose content is that text) or a dict for anything else:
+A script item is a string (a 200 completion whose content is that text), a function of the request body
+returning an item (a model, or a server with limits, that answers what it is sent), or a dict for anything else:
     {"status": 429,             # default 200
      "headers": {...},          # response headers, over the defaults (Content-Type)
      "body": dict, str, bytes,  # a dict is sent as JSON (UTF-8, as providers do), a str as text/html
@@ -75,6 +76,8 @@ class FakeEndpoint:
                                                       self.connection_number))
                     item = endpoint.script.pop(0) if endpoint.script else {
                         "status": 500, "body": {"error": {"message": "the test script has no more replies"}}}
+                    if callable(item):  # under the lock, received[-1] is this request
+                        item = item(endpoint.received[-1].body)
                 if isinstance(item, str):
                     item = {"body": completion(item)}
                 time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests

@@ -1,0 +1,380 @@
+"""The context budget: how large a request may grow, and how the history is compacted to stay inside it.
+
+Every request resends the whole history, so without a budget a session soon passes the model's window and
+every request after that fails. `Context` keeps the messages (the one list the loop appends to) and:
+  - estimates each request's size in tokens before it goes out: UTF-8 bytes / 3, which does not undercount
+    Chinese or Japanese the way characters / 4 does, calibrated with the server's `usage.prompt_tokens`;
+  - once a request would pass COMPACT_AT of the budget, compacts, stopping as soon as the history fits:
+      1. older tool results become one-line stubs (the tool, its arguments, the size, how to get it again);
+         the latest results stay whole;
+      2. if that is not enough, the older turns become one summary, written by one model call with its own
+         short prompt; the recent turns stay verbatim;
+    the system prompt and the current task's message are never changed, and the model's own words are kept
+    over tool output. After a compaction the history is again only appended to, so prompt caches hit again;
+  - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
+    window: lowers the budget to the limit the message states, compacts, and sends the same turn again.
+Nothing here talks to the terminal: lines for the user go to `log`, records to the transcript.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from client import ChatError, Reply
+from prompt import render_result, render_results
+from transcript import Transcript
+
+BYTES_PER_TOKEN = 3.0  # before the server says: English runs ~4 bytes a token, code ~3, CJK ~2-3 (3 bytes a char)
+MESSAGE_OVERHEAD = 12  # bytes counted for each message's role and the chat template's markers (~4 tokens)
+COMPACT_AT = 0.75  # share of the budget a request may reach; the rest is left for the model's reply
+COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away
+RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verbatim may take
+SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
+RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
+MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
+TRUNCATION_BYTES_PER_TOKEN = 8  # no tokenizer packs more: a server reporting fewer tokens cut the prompt
+MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
+REREADABLE = {"read_file", "list_files", "search_files"}  # tools that only read: calling again gets the output back
+
+# The words the model reads about compaction (kept here, next to what they describe).
+SUMMARY_PROMPT = """\
+You keep the notes of a coding agent whose conversation has grown too long for its context window. The \
+oldest turns of that conversation follow; they are about to be removed. Write what the agent must remember \
+to carry on without them: the user's requests and how each ended; decisions made and why; facts found \
+(file names, functions, line numbers, values, errors, commands that worked); files changed and how; what \
+is left to do. Be specific and brief: at most 250 words of plain text. Do not call tools."""
+SUMMARY_HEAD = "(The earlier part of this session was replaced by this summary to save context.)\n\n"
+SUMMARY_ACK = "(Understood: I will carry on from this summary.)"
+SUMMARY_INPUT_MESSAGE = 2000  # characters of each message shown to the summarizer
+SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief
+CUT_NOTE = ("\n(Cut here to fit the context budget: {lines:,} more lines, {size:,} bytes not shown. Ask for less "
+            "at a time: read_file with offset and limit, a narrower search, a command with less output.)")
+
+# A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
+# LM Studio, Mistral, Gemini and Anthropic.
+WINDOW_WORDS = re.compile(
+    r"context[_ ]length|context (window|size)|maximum (model|context) length|too many tokens|prompt is too "
+    r"long|prompt too long|input (is )?too long|input length exceeds|exceeds? the maximum number of tokens"
+    r"|exceed_context_size|reduce the length of the (messages|prompt)", re.IGNORECASE)
+# Where those messages state the window: "maximum context length is 8192 tokens", "context size (4096
+# tokens)", "200000 maximum", "maximum model length of 8192", "context length of only 4096 tokens", ...
+STATED_LIMIT = re.compile(
+    r"maximum context length is ([\d,]+)|context (?:size|window|length) (?:is |of )?(?:only )?\(?([\d,]+)"
+    r"|maximum model length (?:is |of )?([\d,]+)|> ?([\d,]+) maximum|([\d,]+) maximum context length"
+    r"|maximum number of tokens allowed \(([\d,]+)\)|limit of ([\d,]+) tokens", re.IGNORECASE)
+
+
+@dataclass
+class CallResult:
+    """One call's outcome, as `run_calls` reports it; rendered for the model by prompt.render_result."""
+
+    name: str
+    args: dict
+    ok: bool
+    output: str
+    seconds: float = 0.0
+
+
+# --- the estimate ---
+
+
+class Budget:
+    """The most tokens one request may hold, and the estimate of a request's size in tokens."""
+
+    def __init__(self, tokens: int):
+        self.tokens = tokens
+        self.bytes_per_token = BYTES_PER_TOKEN
+        self.warned_truncation = False
+
+    def estimate(self, messages: list[dict]) -> int:
+        return round(size_in_bytes(messages) / self.bytes_per_token)
+
+    def fits(self, messages: list[dict], share: float) -> bool:
+        return self.estimate(messages) <= share * self.tokens
+
+    def calibrate(self, messages: list[dict], usage: dict) -> str | None:
+        """Learn this server's bytes per token from the prompt_tokens it reported for `messages`.
+
+        Returns a warning, once, when the count is far too low for what was sent: the server cut the prompt.
+        """
+        tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if not isinstance(tokens, int) or tokens <= 0:
+            return None  # not reported
+        bytes_per_token = size_in_bytes(messages) / tokens
+        if bytes_per_token <= TRUNCATION_BYTES_PER_TOKEN:
+            self.bytes_per_token = max(bytes_per_token, 1.0)
+            return None
+        if tokens < MIN_REAL_WINDOW or self.warned_truncation:
+            return None  # a placeholder count (some proxies and test servers send one), or said already
+        self.warned_truncation = True
+        return (f"The server counted {tokens:,} prompt tokens for a request of about {self.estimate(messages):,}: "
+                "it seems to cut long prompts silently (Ollama does, at its default window), so the model does not "
+                "see the whole conversation. Raise the server's context window (Ollama: OLLAMA_CONTEXT_LENGTH) "
+                "and set --context-tokens to match.")
+
+    def refused(self, messages: list[dict], limit: int | None) -> None:
+        """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit."""
+        sent = self.estimate(messages)
+        self.tokens = min(self.tokens, limit or sent)
+        if sent <= COMPACT_AT * self.tokens:  # we thought it fitted: this server's tokens are smaller than ours
+            self.bytes_per_token *= 0.9 * sent / self.tokens
+
+
+def size_in_bytes(messages: list[dict]) -> int:
+    return sum(len(message["content"].encode("utf-8", errors="surrogatepass")) + MESSAGE_OVERHEAD
+               for message in messages)
+
+
+def window_refusal(error: ChatError) -> tuple[bool, int | None]:
+    """(is it a refusal for length, the window it states if any)."""
+    text = getattr(error, "detail", "") or str(error)  # the server's own words, without our "400 from URL"
+    if getattr(error, "status", None) not in (400, 413, 422, 500) or not WINDOW_WORDS.search(text):
+        return False, None
+    match = STATED_LIMIT.search(text)
+    number = next((group for group in match.groups() if group), None) if match else None
+    return True, int(number.replace(",", "")) if number else None
+
+
+# --- the history, kept inside the budget ---
+
+
+class Context:
+    """The conversation as the model is sent it, with the bookkeeping that keeps it inside the budget.
+
+    `messages` is the loop's list (shared, only ever appended to, except by a compaction); `results`
+    remembers, for each results message, the calls behind it (never sent), so compaction can stub them.
+    """
+
+    def __init__(self, messages: list[dict], tokens: int, chat: Callable[[list[dict]], Reply],
+                 transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None):
+        self.messages = messages
+        self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
+        self.budget = Budget(tokens)
+        self.chat_function = chat
+        self.transcript = transcript or Transcript()
+        self.log = log
+
+    def add(self, role: str, content: str, **record) -> None:
+        """Append a message, and record it (with `record`'s extra fields) in the transcript."""
+        self.messages.append({"role": role, "content": content})
+        self.transcript.write("message", message=self.messages[-1], **record)
+
+    def add_results(self, results: list[CallResult], notes: list[str]) -> None:
+        """Append one reply's results as one user message, cut to fit the budget if they are very long."""
+        outputs = fit_outputs([result.output for result in results],
+                              int(RESULTS_SHARE * self.budget.tokens * self.budget.bytes_per_token))
+        for result in results:
+            self.transcript.write("tool", name=result.name, ok=result.ok, seconds=round(result.seconds, 3))
+        record = {"calls": [{"name": result.name, "args": result.args, "ok": result.ok,
+                             "bytes": len(output.encode("utf-8", errors="surrogatepass")),
+                             "lines": len(output.splitlines())}
+                            for result, output in zip(results, outputs)], "notes": notes}
+        self.results[len(self.messages)] = record
+        rendered = [render_result(result.name, result.ok, output) for result, output in zip(results, outputs)]
+        self.add("user", render_results(rendered, notes), results=record)
+
+    def chat(self) -> Reply:
+        """One model call that fits the window: compact first if needed; a refusal for length lowers the
+        budget, compacts and sends the same turn again (MAX_REFUSALS times at most)."""
+        for n_refusals in range(MAX_REFUSALS + 1):
+            self.compact()
+            started = time.monotonic()
+            try:
+                reply = self.chat_function(self.messages)
+            except ChatError as error:
+                is_refusal, limit = window_refusal(error)
+                if not is_refusal:
+                    raise
+                if n_refusals == MAX_REFUSALS:
+                    raise ChatError(f"{error} The history was compacted to about "
+                                    f"{self.budget.estimate(self.messages):,} tokens and still does not fit; start "
+                                    "a new session, or give a smaller --context-tokens.") from None
+                self.lower_budget(error, limit)
+                continue
+            self.transcript.write("request", usage=reply.usage, seconds=round(time.monotonic() - started, 3),
+                                  estimate=self.budget.estimate(self.messages))
+            if warning := self.budget.calibrate(self.messages, reply.usage):
+                self.log(f"plainagent: {warning}")
+            return reply
+        raise AssertionError("unreachable: the last refusal raises")
+
+    def lower_budget(self, error: ChatError, limit: int | None) -> None:
+        self.budget.refused(self.messages, limit)
+        window = f" of {limit:,} tokens" if limit else ""
+        self.log(f"The server refused the request as too long for the model's context window{window}; "
+                 f"the context budget is now {self.budget.tokens:,} tokens. Compacting and sending it again.")
+        self.transcript.write("budget", tokens=self.budget.tokens, reason=getattr(error, "detail", "") or str(error))
+
+    def compact(self, force: bool = False) -> str | None:
+        """Compact when the next request would pass COMPACT_AT of the budget (or when forced, as far as
+        it goes); returns the line saying what was done, which is also logged, or None."""
+        before = self.budget.estimate(self.messages)
+        if not force and before <= COMPACT_AT * self.budget.tokens:
+            return None
+        goal = 0.0 if force else COMPACT_TO
+        messages, results = list(self.messages), {index: dict(record) for index, record in self.results.items()}
+        done = []
+        if n_stubbed := stub_results(messages, results, lambda: self.budget.fits(messages, goal)):
+            done.append(f"{n_stubbed} older tool result{'s' * (n_stubbed > 1)} replaced by stubs")
+        if not self.budget.fits(messages, goal):
+            # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
+            worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
+            keep = 0 if force else RECENT_SHARE  # forced: only the current task and the last message stay
+            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, keep)
+            if summarized:
+                messages, results, n_replaced = summarized
+                done.append(f"{n_replaced} older messages replaced by a summary")
+        if not done:
+            return None
+        self.messages[:] = messages
+        self.results = results
+        after = self.budget.estimate(messages)
+        line = (f"Context compacted: {'; '.join(done)} ({before:,} → {after:,} tokens, "
+                f"budget {self.budget.tokens:,}).")
+        self.transcript.write("compaction", done=done, before=before, after=after, messages=messages,
+                              results=results)
+        self.log(line)
+        return line
+
+    def summarize(self, text: str) -> str:
+        """One model call, with its own prompt, that sums up the turns in `text`; a fallback if it fails."""
+        request = [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": text}]
+        try:
+            reply = self.chat_function(request)
+        except ChatError as error:
+            return f"(No summary could be written: {error}) The replaced turns ended:\n…{text[-1500:]}"
+        summary = re.sub(r"(?s)\A\s*<think>.*?</think>", "", reply.text).strip()
+        if len(summary) > SUMMARY_MAX:
+            summary = summary[:SUMMARY_MAX] + " [… the rest of the summary was cut]"
+        return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
+
+
+# --- the two ways of compacting ---
+
+
+def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[[], bool]) -> int:
+    """Replace tool results with stubs, oldest first, until `fits()`; the latest results of the current
+    task stay whole. Changes `messages` and `results` in place; returns how many were replaced."""
+    task, n_stubbed = current_task(messages, results) or 0, 0
+    for index in sorted(results):
+        if fits() or index == max(results) > task:
+            break
+        record = results[index]
+        if record.get("stubbed"):
+            continue
+        stub = render_results([render_result(call["name"], call["ok"], describe_removed(call))
+                               for call in record["calls"]], record["notes"])
+        if len(stub) < len(messages[index]["content"]):
+            messages[index] = {"role": "user", "content": stub}
+            results[index] = {**record, "stubbed": True}
+            n_stubbed += 1
+    return n_stubbed
+
+
+def describe_removed(call: dict) -> str:
+    """A stub's text: what the output was, and how to get it again."""
+    what = f"{call.get('lines', 0):,} lines, {call.get('bytes', 0):,} bytes"
+    if call["name"] in REREADABLE:
+        return (f"(Output removed to save context: {what}. If you need it again, call "
+                f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)}).)")
+    return f"(Output removed to save context: {what}, of {describe_call(call['name'], call['args'])}.)"
+
+
+def describe_call(name: str, args: dict) -> str:
+    """name({args}) with long strings shortened: enough to say what the call was."""
+    short = {key: value[:60] + "…" if isinstance(value, str) and len(value) > 60 else value
+             for key, value in args.items()}
+    return f"{name}({json.dumps(short, ensure_ascii=False)})"
+
+
+def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budget,
+                    summarize: Callable[[str], str], worth: float = 0,
+                    keep: float = RECENT_SHARE) -> tuple[list[dict], dict[int, dict], int] | None:
+    """Replace the older turns with one summary, keeping the system prompt, the current task's message and
+    the recent turns (up to `keep` of the budget) verbatim: [system, summary, ack, (task), recent...].
+    None when the older turns hold fewer than `worth` tokens (or none at all)."""
+    task = current_task(messages, results)
+    start = recent_start(messages, budget, task, keep)
+    older = [index for index in range(1, start) if index != task]
+    if not older or budget.estimate([messages[index] for index in older]) < worth:
+        return None
+    kept = ([task] if task is not None and task < start else []) + list(range(start, len(messages)))
+    text = render_turns(messages, results, older, budget)
+    head = [messages[0], {"role": "user", "content": SUMMARY_HEAD + summarize(text)},
+            {"role": "assistant", "content": SUMMARY_ACK}]
+    new_messages = head + [messages[index] for index in kept]
+    new_results = {len(head) + position: results[index] for position, index in enumerate(kept) if index in results}
+    return new_messages, new_results, len(older)
+
+
+def current_task(messages: list[dict], results: dict[int, dict]) -> int | None:
+    """The index of the last message the user wrote (not results, not a summary), if any."""
+    return next((index for index in range(len(messages) - 1, 0, -1)
+                 if messages[index]["role"] == "user" and index not in results
+                 and not messages[index]["content"].startswith(SUMMARY_HEAD)), None)
+
+
+def recent_start(messages: list[dict], budget: Budget, task: int | None, keep: float) -> int:
+    """Where the recent turns kept verbatim begin: as many as fit `keep` of the budget, at least the last
+    message, and starting so that roles alternate after [system, summary (user), ack (assistant)] and the task."""
+    start, size = len(messages), 0
+    while start > 1:
+        size += budget.estimate([messages[start - 1]])
+        if size > keep * budget.tokens:
+            break
+        start -= 1
+    start = min(start, len(messages) - 1)
+    if task is not None and start > task:  # the task goes first, so the kept turns start with the model's
+        if messages[start]["role"] != "assistant":
+            start -= 1
+    elif messages[start]["role"] != "user":
+        start += 1
+    return start
+
+
+def render_turns(messages: list[dict], results: dict[int, dict], indices: list[int], budget: Budget) -> str:
+    """The turns to summarize as plain text, each shortened, the oldest dropped first to fit half the budget
+    (an earlier summary always stays: it holds everything before it)."""
+    parts = []
+    for index in indices:
+        message = messages[index]
+        who = "Tool results" if index in results else message["role"].capitalize()
+        content = message["content"]
+        if len(content) > SUMMARY_INPUT_MESSAGE:
+            more = len(content) - SUMMARY_INPUT_MESSAGE
+            content = content[:SUMMARY_INPUT_MESSAGE] + f"\n[… {more:,} more characters]"
+        parts.append((message["content"].startswith(SUMMARY_HEAD), f"{who}:\n{content}"))
+    room = COMPACT_TO * budget.tokens * budget.bytes_per_token - len(SUMMARY_PROMPT)
+    while len(parts) > 1 and sum(len(text.encode()) for _, text in parts) > room:
+        oldest = next((position for position, (is_summary, _) in enumerate(parts) if not is_summary), None)
+        if oldest is None:
+            break
+        del parts[oldest]
+    return "\n\n".join(text for _, text in parts)
+
+
+def fit_outputs(outputs: list[str], room: int) -> list[str]:
+    """Cut outputs whose total passes `room` bytes: the shortest stay whole, the rest share what is left,
+    each keeping its head and a note on how to get the rest."""
+    sizes = [len(output.encode("utf-8", errors="surrogatepass")) for output in outputs]
+    if sum(sizes) <= room:
+        return outputs
+    share, left = {}, room
+    for position in sorted(range(len(outputs)), key=sizes.__getitem__):  # water-filling, smallest first
+        share[position] = min(sizes[position], left // (len(outputs) - len(share)))
+        left -= share[position]
+    return [output if share[position] >= sizes[position] else cut(output, share[position])
+            for position, output in enumerate(outputs)]
+
+
+def cut(output: str, room: int) -> str:
+    """The head of `output` in about `room` bytes, ending at a line end, and a note on what is missing."""
+    head = output.encode("utf-8", errors="surrogatepass")[:max(room - 250, 0)].decode("utf-8", errors="ignore")
+    if "\n" in head:
+        head = head[:head.rindex("\n")]
+    rest = output[len(head):]
+    return head + CUT_NOTE.format(lines=len(rest.splitlines()), size=len(rest.encode("utf-8", errors="surrogatepass")))

@@ -1,0 +1,362 @@
+"""The context budget: the estimate and its calibration, refusals for length, and compaction (stubs, then a
+summary), driven by a scripted model that records every request it is sent."""
+
+import copy
+import random
+
+import pytest
+
+import context as context_module
+from client import ChatError, Reply
+from context import (MESSAGE_OVERHEAD, SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, Budget, CallResult, Context,
+                     fit_outputs, window_refusal)
+from transcript import Transcript, load
+
+SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
+
+
+@pytest.fixture(autouse=True)
+def plain_results(monkeypatch):
+    """Results rendered in a plain stand-in for prompt.py's format (which draws random markers), so stubs can
+    be checked byte for byte; what is tested is that context.py renders through these two functions."""
+    monkeypatch.setattr(context_module, "render_result", lambda name, ok, output: f"[{name} {ok}]\n{output}")
+    monkeypatch.setattr(context_module, "render_results", lambda results, notes: "\n".join(notes + results))
+
+
+class Model:
+    """Answers every request (turns and summaries) and keeps a copy of each; `refuse(request)` may return
+    a ChatError to raise instead."""
+
+    def __init__(self, refuse=None, usage=None):
+        self.seen: list[list[dict]] = []
+        self.refuse = refuse
+        self.usage = usage or {}
+
+    def __call__(self, messages):
+        self.seen.append(copy.deepcopy(messages))
+        if self.refuse and (error := self.refuse(messages)):
+            raise error
+        if messages[0]["content"] == SUMMARY_PROMPT:
+            return Reply("<think>hmm</think>The user read files; all went well.", "stop", {})
+        return Reply("ok", "stop", self.usage)
+
+    @property
+    def turns(self):
+        return [request for request in self.seen if request[0]["content"] != SUMMARY_PROMPT]
+
+
+def make_context(tokens=4000, model=None, transcript=None, log=None):
+    lines = []
+    context = Context([dict(SYSTEM)], tokens, model or Model(), transcript, log or lines.append)
+    return context, lines
+
+
+def read(context, path, size, *, ok=True):
+    """A reply calling read_file, and its result of `size` bytes."""
+    context.add("assistant", f"Reading {path}.\ntool: read_file({{\"path\": \"{path}\"}})", calls=["read_file"])
+    context.add_results([CallResult("read_file", {"path": path}, ok, f"{path}:" + "x" * (size - len(path) - 1))], [])
+
+
+# --- the estimate ---
+
+
+@pytest.mark.parametrize("text, n_bytes", [
+    ("hello world", 11),
+    ("你好，世界", 15),  # three bytes a character: not undercounted as characters / 4 would (5 / 4 = 1)
+    ("こんにちは", 15),
+    ("é", 2),
+    ("🙂", 4),
+])
+def test_the_estimate_counts_utf8_bytes(text, n_bytes):
+    budget = Budget(8000)
+    assert budget.estimate([{"role": "user", "content": text * 30}]) == round((n_bytes * 30 + MESSAGE_OVERHEAD) / 3)
+
+
+def test_chinese_is_estimated_at_least_a_token_a_character():
+    text = "把这个函数改成异步的，并且更新所有调用它的地方。" * 40
+    assert Budget(8000).estimate([{"role": "user", "content": text}]) >= len(text)
+
+
+def test_calibration_makes_the_estimate_match_the_servers_count():
+    budget, message = Budget(8000), {"role": "user", "content": "a" * (10_000 - MESSAGE_OVERHEAD)}  # 10,000 bytes
+    assert budget.calibrate([message], {"prompt_tokens": 2500}) is None
+    assert budget.estimate([message]) == 2500
+    assert budget.estimate([message, message]) == 5000
+
+
+@pytest.mark.parametrize("usage", [{}, {"prompt_tokens": 0}, {"prompt_tokens": None}, {"prompt_tokens": 10}, None])
+def test_a_missing_or_placeholder_count_changes_nothing(usage):
+    budget, messages = Budget(8000), [{"role": "user", "content": "a" * 30_000}]
+    assert budget.calibrate(messages, usage) is None
+    assert budget.bytes_per_token == 3.0
+
+
+def test_a_server_that_cuts_prompts_silently_is_warned_about_once():
+    budget, messages = Budget(32_000), [{"role": "user", "content": "a" * 60_000}]
+    warning = budget.calibrate(messages, {"prompt_tokens": 2048})
+    assert "cut long prompts silently" in warning and "OLLAMA_CONTEXT_LENGTH" in warning
+    assert budget.calibrate(messages, {"prompt_tokens": 2048}) is None
+    assert budget.bytes_per_token == 3.0  # a truncated count is not a calibration
+
+
+# --- refusals for length ---
+
+
+@pytest.mark.parametrize("status, detail, limit", [
+    (400, "This model's maximum context length is 128000 tokens. However, your messages resulted in 130532 tokens. "
+          "Please reduce the length of the messages. (context_length_exceeded)", 128000),  # OpenAI
+    (400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (7000 in the "
+          "messages, 2000 in the completion). Please reduce the length of the messages or completion.", 8192),  # vLLM
+    (400, "The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure that "
+          "`max_model_len` is no smaller than the number of text tokens.", 8192),  # vLLM, newer
+    (400, "request (4476 tokens) exceeds the available context size (4096 tokens), try increasing it "
+          "(exceed_context_size_error)", 4096),  # llama.cpp
+    (400, "the request exceeds the available context size, try increasing it", None),  # llama.cpp, older
+    (400, "the input length exceeds the context length", None),  # Ollama
+    (400, "This model's maximum context length is 65536 tokens. However, you requested 70000 tokens (69000 in the "
+          "messages, 1000 in the completion). Please reduce the length of the messages or completion.", 65536),
+    (400, "This endpoint's maximum context length is 131,072 tokens. However, you requested about 140,000 tokens. "
+          "Please reduce the length of either one, or use the \"middle-out\" transform.", 131072),  # OpenRouter
+    (400, "prompt is too long: 215000 tokens > 200000 maximum", 200000),  # Anthropic
+    (400, "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 maximum context length",
+     32768),  # Mistral
+    (400, "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with "
+          "context length of only 4096 tokens, which is not enough.", 4096),  # LM Studio
+    (400, "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", 1048576),
+    (413, "Request too large: too many tokens in the prompt", None),
+])
+def test_a_refusal_for_length_is_recognised_with_its_limit(status, detail, limit):
+    error = ChatError(f"{status} from http://x/v1/chat/completions: {detail}", status, detail)
+    assert window_refusal(error) == (True, limit)
+
+
+@pytest.mark.parametrize("status, detail", [
+    (400, "Unsupported parameter: 'stop' is not supported with this model."),
+    (401, "Incorrect API key provided"),
+    (429, "Rate limit reached for gpt-4o on tokens per min (TPM): Limit 30000, Used 29000, Requested 2000."),
+    (404, "The model `gpt-5-mega` does not exist"),
+    (None, "Could not connect to http://localhost:11434/v1/chat/completions"),
+])
+def test_other_failures_are_not_refusals_for_length(status, detail):
+    assert window_refusal(ChatError(detail, status, detail)) == (False, None)
+
+
+def refuse_above(limit_tokens, stated=True):
+    def refuse(messages):
+        size = sum(len(m["content"].encode()) for m in messages) / 4
+        if size > limit_tokens:
+            words = f"maximum context length is {limit_tokens} tokens" if stated else "prompt is too long"
+            return ChatError(f"400 from http://x: {words}", 400, f"This model's {words}.")
+        return None
+    return refuse
+
+
+@pytest.mark.parametrize("stated", [True, False])
+def test_a_refusal_lowers_the_budget_compacts_and_sends_the_same_turn_again(stated):
+    model = Model(refuse=refuse_above(3000, stated))
+    context, lines = make_context(tokens=32_000, model=model)
+    context.add("user", "read the files")
+    for n in range(4):
+        read(context, f"f{n}.txt", 5000)
+    last_results = context.messages[-1]
+    reply = context.chat()
+    assert reply.text == "ok"
+    sent = model.turns[-1]
+    assert sent[0] == SYSTEM and sent[1] == {"role": "user", "content": "read the files"} and sent[-1] == last_results
+    assert sum(len(m["content"]) for m in sent) / 4 <= 3000
+    assert context.budget.tokens == 3000 if stated else context.budget.tokens < 32_000
+    assert any("refused the request as too long" in line for line in lines)
+    assert any(line.startswith("Context compacted:") for line in lines)
+
+
+def test_a_request_that_never_fits_fails_in_one_line():
+    model = Model(refuse=lambda messages: ChatError("400 from http://x: prompt is too long", 400, "prompt is too long"))
+    context, _ = make_context(tokens=32_000, model=model)
+    context.add("user", "a task")
+    with pytest.raises(ChatError) as raised:
+        context.chat()
+    assert "\n" not in str(raised.value) and "still does not fit" in str(raised.value)
+    assert "--context-tokens" in str(raised.value)
+    assert len(model.turns) == 3  # the first try and MAX_REFUSALS more
+
+
+def test_other_failures_pass_through_untouched():
+    error = ChatError("401 from http://x: bad key", 401, "bad key")
+    context, _ = make_context(model=Model(refuse=lambda messages: error))
+    context.add("user", "a task")
+    with pytest.raises(ChatError) as raised:
+        context.chat()
+    assert raised.value is error
+
+
+# --- compaction ---
+
+
+def test_old_results_become_stubs_and_the_rest_stays_byte_identical():
+    context, lines = make_context(tokens=4000)
+    context.add("user", "read three files")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        read(context, name, 4000)
+    before = copy.deepcopy(context.messages)
+    context.chat()
+    after = context.messages
+    assert len(after) == len(before)
+    assert after[0] is context.messages[0] and after[0] == before[0]
+    assert [after[i] for i in (1, 2, 4, 6, 7)] == [before[i] for i in (1, 2, 4, 6, 7)]  # task, the model's words, latest
+    for index, name in ((3, "a.txt"), (5, "b.txt")):
+        assert after[index]["content"] == (f"[read_file True]\n(Output removed to save context: 1 lines, 4,000 bytes. "
+                                           f'If you need it again, call read_file({{"path": "{name}"}}).)')
+    assert lines == [l for l in lines if l.startswith("Context compacted: 2 older tool results replaced by stubs")]
+
+
+def test_a_call_with_effects_is_stubbed_without_an_invitation_to_repeat_it():
+    context, _ = make_context(tokens=4000)
+    context.add("user", "run it")
+    context.add("assistant", "tool: run_command(...)", calls=["run_command"])
+    context.add_results([CallResult("run_command", {"command": "make deploy " + "v" * 100}, True, "y" * 6000)], [])
+    read(context, "a.txt", 5000)
+    context.compact()
+    assert context.messages[3]["content"] == (
+        "[run_command True]\n(Output removed to save context: 1 lines, 6,000 bytes, of "
+        'run_command({"command": "make deploy ' + "v" * 48 + '…"}).)')
+
+
+def test_a_summary_replaces_older_turns_keeping_the_task_and_the_recent_turns():
+    model = Model()
+    context, lines = make_context(tokens=4000, model=model)
+    for n in range(6):  # earlier tasks whose turns are mostly the model's own long notes
+        context.add("user", f"task {n}")
+        context.add("assistant", f"Answer {n}: " + "note " * 140)
+    context.add("user", "the current task")
+    read(context, "a.txt", 4500)
+    recent = copy.deepcopy(context.messages[-2:])
+    context.chat()
+    messages = context.messages
+    assert messages[0] == SYSTEM
+    assert messages[1]["content"] == SUMMARY_HEAD + "The user read files; all went well."
+    assert messages[2] == {"role": "assistant", "content": SUMMARY_ACK}
+    assert messages[3] == {"role": "user", "content": "the current task"}
+    assert messages[-2:] == recent
+    roles = [m["role"] for m in messages[1:]]
+    assert roles == [("user", "assistant")[i % 2] for i in range(len(roles))] and roles[-1] == "user"
+    summary_request = next(request for request in model.seen if request[0]["content"] == SUMMARY_PROMPT)
+    assert "Answer 0: note" in summary_request[1]["content"] and "User:\ntask 0" in summary_request[1]["content"]
+    assert "older messages replaced by a summary" in lines[-1]
+
+
+def test_after_a_compaction_requests_only_grow_by_appending():
+    """Prompt caches hit on a shared prefix: between two compactions each request extends the one before."""
+    model = Model()
+    context, _ = make_context(tokens=4000, model=model)
+    for n in range(12):
+        context.add("user", f"task {n}")
+        context.chat()
+        read(context, f"file{n}.txt", 2500)
+        context.chat()
+        context.add("assistant", f"done {n}")
+    turns = model.turns
+    prefixes = sum(later[:len(earlier)] == earlier for earlier, later in zip(turns, turns[1:]))
+    compacted = len(turns) - 1 - prefixes
+    assert 0 < compacted <= 8  # stubs every other task or so, not every request
+    assert all(len(turn) >= 2 and turn[0] == SYSTEM for turn in turns)
+
+
+def test_forced_compaction_stubs_and_summarizes_even_a_small_history():
+    context, _ = make_context(tokens=32_000)
+    context.add("user", "first")
+    read(context, "a.txt", 500)
+    context.add("assistant", "first done")
+    context.add("user", "second")
+    read(context, "b.txt", 500)
+    context.add("assistant", "second done")
+    assert context.compact() is None  # far below the budget: nothing to do
+    line = context.compact(force=True)
+    assert "replaced by stubs" in line and "replaced by a summary" in line
+    assert context.messages[1]["content"].startswith(SUMMARY_HEAD)
+
+
+def test_nothing_to_compact_in_a_fresh_session():
+    context, _ = make_context()
+    assert context.compact(force=True) is None
+    assert context.messages == [SYSTEM]
+
+
+def test_a_failed_summary_call_still_compacts_with_what_was_said():
+    def refuse_summaries(messages):
+        if messages[0]["content"] == SUMMARY_PROMPT:
+            return ChatError("503 from http://x: overloaded", 503, "overloaded")
+        return None
+    context, _ = make_context(tokens=4000, model=Model(refuse=refuse_summaries))
+    for n in range(6):
+        context.add("user", f"task {n}")
+        context.add("assistant", f"Answer {n}: " + "note " * 100)
+    context.add("user", "now")
+    context.compact(force=True)
+    summary = context.messages[1]["content"]
+    assert summary.startswith(SUMMARY_HEAD + "(No summary could be written: 503 from http://x: overloaded) "
+                              "The replaced turns ended:\n…")
+    assert summary.endswith("User:\ntask 5\n\nAssistant:\nAnswer 5: " + "note " * 100)
+    assert context.messages[2:] == [{"role": "assistant", "content": SUMMARY_ACK}, {"role": "user", "content": "now"}]
+
+
+def test_compactions_are_recorded_and_resume_to_the_compacted_history(tmp_path):
+    transcript = Transcript.create(tmp_path / "t.jsonl", {"model": "m"})
+    context, _ = make_context(tokens=4000, transcript=transcript)
+    context.add("user", "read three files")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        read(context, name, 4000)
+    context.chat()
+    loaded = load(tmp_path / "t.jsonl")
+    assert loaded.messages == context.messages[1:]
+    assert loaded.results == {index: record for index, record in context.results.items()}
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_random_sessions_keep_the_history_well_formed_and_inside_the_budget(seed):
+    """Whatever the mix of tasks, notes and result sizes: one system prompt, untouched; roles alternate;
+    the current task is there verbatim; every request sent fits the budget."""
+    rng = random.Random(seed)
+    tokens = rng.choice([3000, 4000, 8000])
+    model = Model()
+    context, _ = make_context(tokens=tokens, model=model)
+    for n in range(rng.randint(3, 12)):
+        task = f"task {n} " + "words " * rng.randint(0, 50)
+        context.add("user", task)
+        for step in range(rng.randint(0, 4)):
+            context.chat()
+            context.add("assistant", f"step {step} " + "thinking " * rng.randint(0, 120), calls=["read_file"])
+            outputs = [CallResult("read_file", {"path": f"f{i}"}, rng.random() > 0.2, "z" * rng.randint(0, 9000))
+                       for i in range(rng.randint(1, 3))]
+            context.add_results(outputs, ["a note"] if rng.random() < 0.2 else [])
+            context.chat()
+            assert any(m["content"] == task for m in model.turns[-1])
+        context.add("assistant", "done")
+    for request in model.turns:
+        assert request[0] == SYSTEM and all(m["role"] != "system" for m in request[1:])
+        roles = [m["role"] for m in request[1:]]
+        assert roles == [("user", "assistant")[i % 2] for i in range(len(roles))] and roles[-1] == "user"
+        assert Budget(tokens).estimate(request) <= tokens
+
+
+@pytest.mark.parametrize("sizes, room, whole", [
+    ([100, 200], 1000, [True, True]),
+    ([100, 5000], 2000, [True, False]),
+    ([3000, 3000, 50], 2000, [False, False, True]),
+])
+def test_results_too_long_for_the_budget_are_cut_with_a_note(sizes, room, whole):
+    outputs = ["".join(f"line {i}\n" for i in range(size)) [:size] for size in sizes]
+    fitted = fit_outputs(outputs, room)
+    assert [a == b for a, b in zip(fitted, outputs)] == whole
+    assert sum(len(text.encode()) for text in fitted) <= room + 250 * whole.count(False)
+    for text, original in zip(fitted, outputs):
+        if text != original:
+            head, note = text.split("\n(Cut here to fit the context budget: ")
+            assert original.startswith(head) and "read_file with offset and limit" in note
+
+
+def test_a_huge_result_is_cut_to_half_the_budget_when_added():
+    context, _ = make_context(tokens=4000)
+    context.add("user", "read it")
+    read(context, "big.txt", 100_000)
+    assert 5000 < len(context.messages[-1]["content"]) <= 0.5 * 4000 * 3
+    assert context.results[3]["calls"][0]["bytes"] < 6000

@@ -1,0 +1,171 @@
+"""End to end, long sessions: `python agent.py` under a small context budget, against a server that refuses
+what passes its window, killed with kill -9 in the middle of a task and resumed. The long scenarios are
+bench/long_session.py's, run smaller or whole; their model answers right only from what its request holds."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fake_endpoint import FakeEndpoint, completion
+from test_e2e import KEY, agent, install, project  # noqa: F401  (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from long_session import run_scenario  # noqa: E402
+
+
+def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(tmp_path):
+    result = run_scenario("repl", tmp_path, n_files=30, budget=8000)
+    assert result["returncode"] == 0, result["stderr"]
+    assert result["right"], result["answers"]
+    assert result["refused"] == 0 and result["largest"] <= 8000  # the fake server refuses anything over 8,000
+    assert result["compactions"] >= 5 and "Context compacted:" in result["stderr"]
+    assert "Traceback" not in result["stderr"] and "sk-bench-key" not in result["transcript"].read_text()
+
+
+def test_one_long_task_reading_twenty_files_keeps_the_models_notes(tmp_path):
+    result = run_scenario("one-task", tmp_path, n_files=20, budget=8000)
+    assert result["returncode"] == 0, result["stderr"]
+    assert result["right"], result["answers"]
+    assert result["refused"] == 0 and result["largest"] <= 8000 and result["compactions"] >= 3
+
+
+def test_a_server_refusing_requests_over_its_window_is_survived(tmp_path):
+    result = run_scenario("refusing", tmp_path, n_files=8, budget=None)  # the default budget: 32,000
+    assert result["returncode"] == 0, result["stderr"]
+    assert result["right"], result["answers"]
+    assert result["refused"] == 1 and result["largest"] <= 4096
+    assert "refused the request as too long for the model's context window of 4,096 tokens" in result["stderr"]
+    budget_lines = [json.loads(line) for line in result["transcript"].read_text().splitlines()
+                    if '"type": "budget"' in line]
+    assert [line["tokens"] for line in budget_lines] == [4096]
+
+
+def transcripts(tmp_path) -> list[Path]:
+    return sorted((tmp_path / "state" / "plainagent" / "sessions").glob("*.jsonl"))
+
+
+def test_resume_after_a_clean_exit_carries_the_history_with_one_system_prompt(install, project, tmp_path):
+    with FakeEndpoint(['tool: read_file({"path": "greet.py"})', "It greets."]) as endpoint:
+        first = agent(install, project, endpoint, "-p", "what does greet.py do?")
+    assert first.returncode == 0 and len(transcripts(tmp_path)) == 1
+    with FakeEndpoint(["It has a typo."]) as endpoint:
+        again = agent(install, project, endpoint, "--resume", "-p", "anything wrong with it?")
+    assert again.returncode == 0 and again.stdout == "It has a typo.\n"
+    assert "Resumed " in again.stderr
+    sent = endpoint.received[0].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["content"] for m in sent[1:3]] == ["what does greet.py do?", 'tool: read_file({"path": "greet.py"})']
+    assert sent[4:] == [{"role": "assistant", "content": "It greets."},
+                        {"role": "user", "content": "anything wrong with it?"}]
+    assert len(transcripts(tmp_path)) == 1  # the session went on in its own file
+
+
+def run_until(process, condition, timeout=20):
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert condition(), "the agent never got there"
+
+
+def start_agent(install, project, endpoint, *argv):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+    env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
+    return subprocess.Popen([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_message(install, project, tmp_path):
+    script = ['tool: read_file({"path": "greet.py"})', {"body": completion("too late"), "delay": 30}]
+    with FakeEndpoint(script) as endpoint:
+        process = start_agent(install, project, endpoint, "-p", "fix greet.py")
+        run_until(process, lambda: len(endpoint.received) == 2)
+        process.kill()  # SIGKILL: nothing gets to clean up
+        process.communicate(timeout=20)
+    before = endpoint.received[1].body["messages"]  # what the model was last sent
+    with FakeEndpoint(["Fixed."]) as endpoint:
+        resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
+    assert resumed.returncode == 0 and resumed.stdout == "Fixed.\n", resumed.stderr
+    sent = endpoint.received[0].body["messages"]
+    assert sent[:4] == before
+    assert sent[4:] == [{"role": "assistant", "content": "(The previous run of this session stopped abruptly "
+                                                         "(it was killed or crashed).)"},
+                        {"role": "user", "content": "go on"}]
+
+
+def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(install, project, tmp_path):
+    command = 'tool: run_command({"command": "sleep 5"})'
+    with FakeEndpoint([command]) as endpoint:
+        process = start_agent(install, project, endpoint, "-p", "wait a bit", "--yes")
+        run_until(process, lambda: transcripts(tmp_path) and '"calls": ["run_command"]' in transcripts(tmp_path)[0].read_text())
+        process.kill()
+        process.communicate(timeout=20)
+    with FakeEndpoint(["I will check first."]) as endpoint:
+        resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
+    assert resumed.returncode == 0, resumed.stderr
+    sent = endpoint.received[0].body["messages"]
+    assert [m["content"] for m in sent[1:]] == [
+        "wait a bit", command,
+        "(The previous run of this session stopped abruptly (it was killed or crashed). The tool calls in your "
+        "last reply may not all have run.)\n\ngo on"]
+
+
+def test_a_torn_last_line_is_skipped_with_one_warning(install, project, tmp_path):
+    with FakeEndpoint(["Hello."]) as endpoint:
+        agent(install, project, endpoint, "-p", "hi")
+    with open(transcripts(tmp_path)[0], "ab") as file:
+        file.write(b'{"type": "message", "message": {"role": "assistant", "con')
+    with FakeEndpoint(["Again."]) as endpoint:
+        resumed = agent(install, project, endpoint, "--resume", "-p", "again")
+    assert resumed.returncode == 0 and "the last line is incomplete" in resumed.stderr
+    assert [m["content"] for m in endpoint.received[0].body["messages"][1:]] == ["hi", "Hello.", "again"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no session to resume for"),
+    ("print('not a transcript')\n", "not a plainagent transcript"),
+])
+def test_resume_without_a_session_is_one_line_and_exit_2(install, project, tmp_path, content, message):
+    argv = ["--resume"]
+    if content is not None:
+        (tmp_path / "x.py").write_text(content)
+        argv.append(str(tmp_path / "x.py"))
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, project, endpoint, *argv, "-p", "hi")
+    assert done.returncode == 2 and endpoint.received == []
+    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_log_writes_the_named_file_and_never_the_workspace(install, project, tmp_path):
+    with FakeEndpoint(["Hi."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
+        again = agent(install, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
+    assert done.returncode == 0 and json.loads((tmp_path / "mine.jsonl").read_text().splitlines()[0])["model"] == "fake-model"
+    assert again.returncode == 2 and "the file exists" in again.stderr
+    assert transcripts(tmp_path) == [] and sorted(p.name for p in project.iterdir()) == ["greet.py"]
+
+
+def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, project, tmp_path):
+    script = ["One.", "Two.", "Summary: the user said one and two.", "Three."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
+    assert done.returncode == 0 and done.stdout == "One.\nTwo.\nThree.\n"
+    assert "Context compacted: 2 older messages replaced by a summary" in done.stderr
+    summary_request, last = endpoint.received[2].body["messages"], endpoint.received[3].body["messages"]
+    assert summary_request[0]["content"].startswith("You keep the notes of a coding agent")
+    assert [m["content"] for m in last[1:]][1:] == ["(Understood: I will carry on from this summary.)", "two", "Two.",
+                                                    "three"]
+    assert last[1]["content"].endswith("Summary: the user said one and two.")
+
+
+@pytest.mark.parametrize("value", ["1000", "many"])
+def test_a_bad_context_budget_is_a_usage_error(install, project, value):
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", value)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and endpoint.received == []

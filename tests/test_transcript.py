@@ -1,0 +1,203 @@
+"""The JSONL transcript: what each line holds, where files go and who may read them, and reading them back
+for --resume (a torn last line, calls cut off by a crash, a file that is not a transcript)."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from agent import Config, Session, run_task
+from client import Reply
+from transcript import (Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir,
+                        state_dir)
+from tools import Workspace, read_file
+
+KEY = "sk-transcript-secret-42"
+
+
+class Model:
+    def __init__(self, *replies):
+        self.replies = list(replies)
+
+    def chat(self, messages):
+        return Reply(self.replies.pop(0), "stop", {"prompt_tokens": 1200, "completion_tokens": 7})
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def recorded_session(tmp_path, *replies, task="read a.txt", tokens=32_000) -> tuple[Session, Path]:
+    (tmp_path / "a.txt").write_text("alpha\n")
+    path = tmp_path / "state" / "t.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    transcript = Transcript.create(path, {"model": "m", "base_url": "http://h/v1"}, secret=KEY)
+    session = Session(Config(model="m", context_tokens=tokens), Model(*replies), Workspace(tmp_path, secret=KEY),
+                      transcript=transcript)
+    run_task(session, task)
+    return session, path
+
+
+def test_every_message_and_event_is_a_line(tmp_path):
+    session, path = recorded_session(tmp_path, 'Looking.\ntool: read_file({"path": "a.txt"})', "It says alpha.")
+    entries = lines_of(path)
+    assert [entry["type"] for entry in entries] == [
+        "session", "message", "message", "request", "message", "tool", "message", "request", "message"]
+    header = entries[0]
+    assert header["program"] == "plainagent" and header["model"] == "m" and header["base_url"] == "http://h/v1"
+    assert header["version"] and header["started"]
+    assert [entry["message"] for entry in entries if entry["type"] == "message"] == session.messages
+    assistant = entries[4]
+    assert assistant["calls"] == ["read_file"] and entries[8]["calls"] == []
+    output = read_file(Workspace(tmp_path), "a.txt")
+    assert entries[6]["results"] == {"calls": [{"name": "read_file", "args": {"path": "a.txt"}, "ok": True,
+                                                "bytes": len(output.encode()), "lines": len(output.splitlines())}],
+                                     "notes": []}
+    assert entries[3]["usage"] == {"prompt_tokens": 1200, "completion_tokens": 7} and entries[3]["seconds"] >= 0
+    assert entries[5]["name"] == "read_file" and entries[5]["ok"] is True and entries[5]["seconds"] >= 0
+
+
+def test_the_key_never_reaches_the_file(tmp_path):
+    _, path = recorded_session(tmp_path, f"The key {KEY} is not mine to show.", task=f"is {KEY} my key?")
+    text = path.read_text()
+    assert KEY not in text and text.count("[REDACTED]") == 2
+
+
+def test_files_are_the_users_only(tmp_path):
+    path = new_session_path(tmp_path / "project")
+    transcript = Transcript.create(path, {"model": "m"})
+    transcript.write("message", message={"role": "user", "content": "x"})
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(sessions_dir().stat().st_mode) == 0o700
+    assert stat.S_IMODE(state_dir().stat().st_mode) == 0o700
+    assert sessions_dir() == tmp_path / "state" / "plainagent" / "sessions"  # conftest's XDG_STATE_HOME
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("/var/state", Path("/var/state/plainagent")),
+    ("relative/state", Path.home() / ".local/state/plainagent"),  # the spec says to ignore a relative path
+    ("", Path.home() / ".local/state/plainagent"),
+])
+def test_the_state_directory_follows_xdg(value, expected):
+    assert state_dir({"XDG_STATE_HOME": value}) == expected
+
+
+def test_names_sort_by_time_and_the_latest_for_a_workspace_is_found(tmp_path):
+    project, other = tmp_path / "my project", tmp_path / "other"
+    first = new_session_path(project, now=1_700_000_000)
+    assert first.name.startswith("2023-11-") and "_my-project_" in first.name and first.suffix == ".jsonl"
+    paths = [Transcript.create(new_session_path(workspace, now=now), {}).path
+             for workspace, now in ((project, 1_700_000_000), (project, 1_700_000_100), (other, 1_700_000_200))]
+    assert latest_session(project) == paths[1]
+    os.utime(paths[0])  # the older session was written to last (resumed): it is the one to continue
+    assert latest_session(project) == paths[0]
+    with pytest.raises(TranscriptError, match="no session to resume for"):
+        latest_session(tmp_path / "never used")
+
+
+def test_two_sessions_started_in_the_same_second_get_two_files(tmp_path):
+    path = new_session_path(tmp_path, now=1_700_000_000)
+    first, second = Transcript.create(path, {}), Transcript.create(path, {})
+    assert first.path != second.path and second.path.name.endswith("-2.jsonl")
+    assert latest_session(tmp_path) in (first.path, second.path)
+
+
+def test_log_refuses_an_existing_file(tmp_path):
+    (tmp_path / "mine.jsonl").write_text("precious\n")
+    with pytest.raises(TranscriptError, match="the file exists; continue it with --resume"):
+        Transcript.create(tmp_path / "mine.jsonl", {}, explicit=True)
+    assert (tmp_path / "mine.jsonl").read_text() == "precious\n"
+
+
+def test_an_unwritable_default_place_only_costs_the_recording(tmp_path, monkeypatch):
+    (tmp_path / "blocked").write_text("a file where the state directory should be")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "blocked"))
+    said = []
+    transcript = Transcript.create(new_session_path(tmp_path), {}, log=said.append)
+    transcript.write("message", message={"role": "user", "content": "x"})
+    assert transcript.fd is None and len(said) == 1 and "will not be recorded" in said[0]
+
+
+def test_a_failing_disk_is_said_once(tmp_path):
+    said = []
+    transcript = Transcript.create(tmp_path / "t.jsonl", {}, log=said.append)
+    os.close(transcript.fd)  # as if the disk went away
+    transcript.write("message", message={"role": "user", "content": "x"})
+    transcript.write("message", message={"role": "user", "content": "y"})
+    assert len(said) == 1 and "the rest of this session will not be recorded" in said[0]
+
+
+# --- reading back ---
+
+
+def test_a_finished_session_reads_back_as_it_was(tmp_path):
+    session, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    loaded = load(path)
+    assert loaded.messages == session.messages[1:]
+    assert loaded.results == session.context.results and loaded.cut_off_calls == [] and loaded.warnings == []
+
+
+def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
+    session, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    with open(path, "ab") as file:
+        file.write(b'{"type": "message", "message": {"role": "user", "content": "half a li')
+    loaded = load(path)
+    assert loaded.messages == session.messages[1:]
+    assert loaded.warnings == [f"{path}: the last line is incomplete (the session ended while writing it); skipped."]
+    Transcript.reopen(path, {"model": "m"})
+    assert path.read_bytes().count(b"half a li\n") == 1  # ended, so the next line starts on its own
+    assert lines_of_tolerant(path)[-1]["type"] == "resumed"
+
+
+def lines_of_tolerant(path: Path) -> list[dict]:
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entries.append(json.loads(line))
+        except ValueError:
+            pass
+    return entries
+
+
+def test_calls_cut_off_before_their_results_are_reported(tmp_path):
+    session, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    lines = path.read_text().splitlines(keepends=True)
+    cut = next(i for i, line in enumerate(lines) if '"type": "tool"' in line)
+    path.write_text("".join(lines[:cut]))  # killed while the tool ran
+    loaded = load(path)
+    assert loaded.cut_off_calls == ["read_file"] and loaded.messages[-1]["role"] == "assistant"
+
+
+def test_a_lost_middle_line_leaves_a_marked_gap_not_two_turns_glued(tmp_path):
+    _, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    lines = path.read_text().splitlines(keepends=True)
+    lost = next(i for i, line in enumerate(lines) if '"role": "assistant"' in line)
+    path.write_text("".join(lines[:lost]) + "garbage\n" + "".join(lines[lost + 1:]))
+    loaded = load(path)
+    roles = [m["role"] for m in loaded.messages]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert loaded.messages[1]["content"] == "(A message here could not be read back from the transcript.)"
+    assert loaded.warnings == [f"{path}: line {lost + 1} is incomplete (the session ended while writing it); skipped."]
+
+
+@pytest.mark.parametrize("content", [b"", b"not json\n", b'{"type": "message"}\n', b"\x89PNG\r\n\x1a\n",
+                                     b'{"type": "session", "program": "other"}\n', b"[1, 2]\n"])
+def test_a_file_that_is_not_a_transcript_is_refused(tmp_path, content):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(TranscriptError, match="not a plainagent transcript"):
+        load(path)
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path):
+    with pytest.raises(TranscriptError, match="cannot read it"):
+        load(tmp_path / "gone.jsonl")
+
+
+def test_a_lowered_budget_is_remembered(tmp_path):
+    path = tmp_path / "t.jsonl"
+    transcript = Transcript.create(path, {})
+    transcript.write("budget", tokens=4096, reason="maximum context length is 4096 tokens")
+    assert load(path).context_tokens == 4096

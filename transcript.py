@@ -1,0 +1,251 @@
+"""The session transcript: every message as it happens, one JSON object a line, so that a session survives
+a crash and can be continued with --resume.
+
+The first line says what the session is: program version, model, base URL, workspace and start time (never
+the API key). Then, in the order things happen:
+
+    {"type": "message", "message": {"role": ..., "content": ...}, ...}   each message, as the model is sent it
+    {"type": "request", "usage": {...}, "seconds": 1.2, ...}              each model call
+    {"type": "tool", "name": "read_file", "ok": true, "seconds": 0.01}   each tool call
+    {"type": "compaction", ..., "messages": [...], "results": {...}}      the history after a compaction
+    {"type": "budget", "tokens": 4096, "reason": ...}                     the context budget lowered
+    {"type": "resumed", ...}                                              a later run continuing the session
+
+A results message carries `results`, the calls behind it (name, arguments, ok, size) that compaction needs
+to replace it with stubs; an assistant message carries `calls`, the names of the calls it made, so a resume
+can tell which calls were cut off. Each line goes out in one write() with no buffer in front, so `kill -9`
+loses at most the line being written. Files live in the user's state directory, never in the workspace,
+and are readable by the user only: they hold source code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VERSION = "0.1"  # the program's version, as the first line of every transcript records it
+ROLES = ("system", "user", "assistant")
+
+
+class TranscriptError(Exception):
+    """A transcript cannot be written or resumed; the message is the one line to show."""
+
+
+# --- where transcripts live ---
+
+
+def state_dir(environ: dict | None = None) -> Path:
+    """$XDG_STATE_HOME/plainagent, else ~/.local/state/plainagent (a relative XDG path is ignored, per the spec)."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_STATE_HOME", "")
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "plainagent"
+
+
+def sessions_dir() -> Path:
+    return state_dir() / "sessions"
+
+
+def workspace_tag(workspace: Path) -> str:
+    """`myproject_1a2b3c4d`: the folder's name for people, a hash of its full path so two `src` never mix."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", workspace.name)[:40].strip("-.") or "root"
+    return f"{name}_{hashlib.sha256(str(workspace).encode()).hexdigest()[:8]}"
+
+
+def new_session_path(workspace: Path, now: float | None = None) -> Path:
+    """`sessions/2025-11-30T05-24-01_myproject_1a2b3c4d.jsonl`: sorted by start time, grep-able by project."""
+    stamp = time.strftime("%Y-%m-%dT%H-%M-%S", time.localtime(now))
+    return sessions_dir() / f"{stamp}_{workspace_tag(workspace)}.jsonl"
+
+
+def latest_session(workspace: Path) -> Path:
+    """The transcript of this workspace written to last, or a TranscriptError saying there is none."""
+    found = sorted(sessions_dir().glob(f"*_{workspace_tag(workspace)}.jsonl"),
+                   key=lambda path: (path.stat().st_mtime, path.name))
+    if not found:
+        raise TranscriptError(f"no session to resume for {workspace} in {sessions_dir()}; "
+                              "start one without --resume, or name a transcript: --resume FILE.")
+    return found[-1]
+
+
+def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded | None]:
+    """The transcript this run writes, and the history to resume (None for a new session).
+
+    `config` is agent.Config: --resume ("" for the latest of the workspace, or a file), --log, and what the
+    first line records. The API key is only used to keep its value out of the file.
+    """
+    header = {"model": config.model, "base_url": config.base_url, "workspace": str(config.workspace),
+              "context_tokens": config.context_tokens}
+    if config.resume is not None:
+        path = Path(config.resume) if config.resume else latest_session(config.workspace)
+        loaded = load(path)
+        return Transcript.reopen(path, header, secret=config.api_key, log=log), loaded
+    path = config.log or new_session_path(config.workspace)
+    return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None
+
+
+# --- writing ---
+
+
+class Transcript:
+    """An append-only JSONL file. Transcript() with no file writes nothing (tests, or no place to write)."""
+
+    def __init__(self, path: Path | None = None, fd: int | None = None, secret: str = "",
+                 log: Callable[[str], None] = lambda line: None):
+        self.path, self.fd, self.secret, self.log = path, fd, secret, log
+
+    @classmethod
+    def create(cls, path: Path, header: dict, *, secret: str = "", log: Callable[[str], None] = lambda line: None,
+               explicit: bool = False) -> Transcript:
+        """Start a new transcript at `path` (never over an existing file). A file the user named (--log) that
+        cannot be written is a TranscriptError; the default place failing only costs the recording."""
+        for attempt in range(1, 100):
+            candidate = path if attempt == 1 else path.with_name(f"{path.stem}-{attempt}{path.suffix}")
+            try:
+                if not explicit:  # plainagent/ and sessions/ are the user's only, like the files in them
+                    state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
+                    sessions_dir().mkdir(exist_ok=True, mode=0o700)
+                fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                break
+            except FileExistsError:
+                if explicit:
+                    raise TranscriptError(f"--log {path}: the file exists; continue it with --resume {path}, "
+                                          "or choose a new file.") from None
+            except OSError as error:
+                if explicit:
+                    raise TranscriptError(f"--log {path}: cannot create it: {error.strerror or error}.") from None
+                log(f"plainagent: cannot write a transcript in {candidate.parent} ({error.strerror or error}); "
+                    "this session will not be recorded.")
+                return cls()
+        transcript = cls(candidate, fd, secret, log)
+        transcript.write("session", program="plainagent", version=VERSION, **header,
+                         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        return transcript
+
+    @classmethod
+    def reopen(cls, path: Path, header: dict, *, secret: str = "",
+               log: Callable[[str], None] = lambda line: None) -> Transcript:
+        """Go on writing a resumed transcript, after a line saying a new run took over."""
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+                os.write(fd, b"\n")  # end a torn last line, so the next line is not glued to it
+        except OSError as error:
+            raise TranscriptError(f"--resume {path}: cannot write to it: {error.strerror or error}.") from None
+        transcript = cls(path, fd, secret, log)
+        transcript.write("resumed", version=VERSION, **header, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        return transcript
+
+    def write(self, kind: str, **fields) -> None:
+        """Append one line; a failing disk is said once, and the session goes on unrecorded."""
+        if self.fd is None:
+            return
+        line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
+        if self.secret:  # the key is never sent to the model, but a pasted task or an echoed error might hold it
+            line = line.replace(self.secret, "[REDACTED]")
+        data = (line + "\n").encode("utf-8", errors="surrogatepass")
+        try:
+            while data:  # one write() nearly always; a partial one is finished, not dropped
+                data = data[os.write(self.fd, data):]
+        except OSError as error:
+            self.log(f"plainagent: cannot write to the transcript {self.path} ({error.strerror or error}); "
+                     "the rest of this session will not be recorded.")
+            self.close()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:  # already gone with the disk: nothing more to lose
+                pass
+            self.fd = None
+
+
+# --- reading back, for --resume ---
+
+
+@dataclass
+class Loaded:
+    """A transcript read back: the history as the model last saw it, without its system prompt."""
+
+    path: Path
+    header: dict
+    messages: list[dict] = field(default_factory=list)  # user and assistant messages, in order
+    results: dict[int, dict] = field(default_factory=dict)  # index (with the system prompt at 0) -> calls behind it
+    context_tokens: int | None = None  # the budget, if the session lowered it (a server's window)
+    cut_off_calls: list[str] = field(default_factory=list)  # calls of the last reply whose results never came
+    warnings: list[str] = field(default_factory=list)
+
+
+def load(path: Path) -> Loaded:
+    """Read a transcript back; a file that is not one is a TranscriptError. Lines that cannot be read (the
+    last one, torn by a crash) are skipped with a warning."""
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as error:
+        raise TranscriptError(f"--resume {path}: cannot read it: {error.strerror or error}.") from None
+    header = parse_line(lines[0])
+    if not (header and header.get("type") == "session" and header.get("program") == "plainagent"):
+        raise TranscriptError(f"--resume {path}: not a plainagent transcript (its first line is no session "
+                              "header); name a file written by plainagent, or use --resume alone for the latest.")
+    loaded = Loaded(path, header)
+    # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
+    messages, results, calls = [{"role": "system", "content": ""}], {}, [[]]
+    for number, raw in enumerate(lines[1:], start=2):
+        entry = parse_line(raw)
+        if entry is None:
+            if raw.strip():
+                where = "the last line" if number == len(lines) or not any(lines[number:]) else f"line {number}"
+                loaded.warnings.append(f"{path}: {where} is incomplete (the session ended while writing it); "
+                                       "skipped.")
+            continue
+        kind = entry.get("type")
+        if kind == "message" and is_message(entry.get("message")) and entry["message"]["role"] != "system":
+            messages.append(entry["message"])
+            calls.append(entry.get("calls") or [])
+            if isinstance(entry.get("results"), dict):
+                results[len(messages) - 1] = entry["results"]
+        elif kind == "compaction" and isinstance(entry.get("messages"), list):
+            messages = [m for m in entry["messages"] if is_message(m)]
+            calls = [[] for _ in messages]
+            results = {int(index): record for index, record in (entry.get("results") or {}).items()}
+        elif kind == "budget" and isinstance(entry.get("tokens"), int):
+            loaded.context_tokens = entry["tokens"]
+    if messages and messages[-1]["role"] == "assistant":
+        loaded.cut_off_calls = calls[-1]
+    loaded.messages, loaded.results = without_system(messages, results)
+    return loaded
+
+
+def parse_line(raw: bytes) -> dict | None:
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def is_message(message) -> bool:
+    return (isinstance(message, dict) and message.get("role") in ROLES
+            and isinstance(message.get("content"), str))
+
+
+def without_system(messages: list[dict], results: dict[int, dict]) -> tuple[list[dict], dict[int, dict]]:
+    """The messages after the system prompt, with roles alternating from a user message on (a line lost in
+    the middle is marked, not glued over), and `results` re-indexed as if the system prompt stood at 0."""
+    kept, new_results = [], {}
+    for index, message in enumerate(messages):
+        if message["role"] == "system":
+            continue
+        expected = "user" if len(kept) % 2 == 0 else "assistant"
+        if message["role"] != expected:
+            kept.append({"role": expected, "content": "(A message here could not be read back from the transcript.)"})
+        if index in results:
+            new_results[len(kept) + 1] = results[index]
+        kept.append(message)
+    return kept, new_results
