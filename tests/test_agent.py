@@ -6,11 +6,12 @@ import io
 import re
 
 import pytest
+from frames import read_results
 
 import agent
-from agent import Config, ConfigError, Session, TaskStopped, load_config, main, run_task
+from agent import Session, TaskStopped, main, run_task
 from client import Reply
-from frames import read_results
+from config import Config, ConfigError, is_local, load_config
 from prompt import NOT_RUN
 from tools import TOOLS, Workspace
 
@@ -385,7 +386,7 @@ def test_short_keys_local_servers_accept_are_kept(tmp_path, key):
     ("http://8.8.8.8/v1", False), ("https://api.deepseek.com", False), ("https://example.com.evil/v1", False),
 ])
 def test_servers_on_the_private_network_need_no_key(base_url, local):
-    assert agent.is_local(base_url) is local
+    assert is_local(base_url) is local
 
 
 def test_dash_c_naming_a_file_says_not_a_directory(tmp_path, capsys):

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agent import Config, Session, run_task
+from agent import Session, run_task
 from client import Reply
-from transcript import (Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir,
-                        state_dir)
+from config import Config
 from tools import Workspace, read_file
+from transcript import Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir, state_dir
 
 KEY = "sk-transcript-secret-42"
 
