@@ -6,8 +6,10 @@
 
 A session starts with one message, the system prompt rendered from the tools (`Session`). Then, for each
 task, the loop in `run_task`:
-  1. the user's task is appended to `messages` (one list for the whole session, only ever appended to);
-  2. `client.chat(messages)` POSTs it to {base_url}/chat/completions and returns the reply text;
+  1. the user's task is appended to `messages` (one list for the whole session);
+  2. `context.chat()` POSTs the messages to {base_url}/chat/completions and returns the reply; first, if
+     the request would not fit the context budget, it compacts the history (`context.py`: older tool
+     results become stubs, older turns a summary); a server's refusal for length is survived the same way;
   3. `parse_reply` finds the `tool: NAME({json})` lines, and drops what is not the model's own turn
      (a leading reasoning block, results it invented for itself);
   4. what is left of the reply is appended as the assistant's turn, always, including when it calls tools,
@@ -16,9 +18,8 @@ task, the loop in `run_task`:
   6. otherwise each call is checked and run (`run_calls`); every failure becomes a result, never a crash;
   7. the results go back as one user message, one `tool_result(` frame per call, and we repeat,
      at most --max-steps model calls per task.
-Before each model call the history is kept inside the context budget (`context.py`: old tool results become
-stubs, old turns a summary), and every message is appended to the session's transcript (`transcript.py`)
-as it happens, so `--resume` can carry on after an exit or a crash.
+Every message is also appended to the session's transcript (`transcript.py`) as it happens, so `--resume`
+can carry on after an exit or a crash.
 The model never touches the machine: it writes text, and this script decides what runs.
 """
 
