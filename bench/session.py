@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_endpoint import FakeEndpoint  # noqa: E402
+from tokens import load_counter  # noqa: E402
 
 from prompt import render_system_prompt  # noqa: E402
-from tokens import load_counter  # noqa: E402
 from tools import TOOLS  # noqa: E402
 
 SCRIPT = [

@@ -4,6 +4,7 @@ directory and the XDG state and config directories are fresh temporary ones, and
 reach (only 127.0.0.1 servers we start)."""
 
 import os
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -34,3 +35,24 @@ def isolated(monkeypatch, tmp_path):
 
     monkeypatch.setattr(socket.socket, "connect", local_only)
     return tmp_path
+
+
+# --- for the end-to-end tests, which run agent.py as a process ---
+
+
+@pytest.fixture
+def install(tmp_path):
+    """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
+    home = tmp_path / "install"
+    home.mkdir()
+    for source in ROOT.glob("*.py"):  # the program is every module at the top level
+        shutil.copy(source, home / source.name)
+    return home
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "greet.py").write_bytes(b'def greet(name):\r\n    return "Helo, " + name\r\n')
+    return root

@@ -8,8 +8,17 @@ import pytest
 
 import context as context_module
 from client import ChatError, Reply
-from context import (MESSAGE_OVERHEAD, SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, Budget, CallResult, Context,
-                     fit_outputs, window_refusal)
+from context import (
+    MESSAGE_OVERHEAD,
+    SUMMARY_ACK,
+    SUMMARY_HEAD,
+    SUMMARY_PROMPT,
+    Budget,
+    CallResult,
+    Context,
+    fit_outputs,
+    window_refusal,
+)
 from transcript import Transcript, load
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
@@ -206,7 +215,7 @@ def test_old_results_become_stubs_and_the_rest_stays_byte_identical():
     for index, name in ((3, "a.txt"), (5, "b.txt")):
         assert after[index]["content"] == (f"[read_file True]\n(Output removed to save context: 1 lines, 4,000 bytes. "
                                            f'If you need it again, call read_file({{"path": "{name}"}}).)')
-    assert lines == [l for l in lines if l.startswith("Context compacted: 2 older tool results replaced by stubs")]
+    assert lines == [line for line in lines if line.startswith("Context compacted: 2 older tool results replaced by stubs")]
 
 
 def test_a_call_with_effects_is_stubbed_without_an_invitation_to_repeat_it():

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,24 +14,6 @@ from frames import read_message
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-e2e-secret-0123456789"
-
-
-@pytest.fixture
-def install(tmp_path):
-    """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
-    home = tmp_path / "install"
-    home.mkdir()
-    for source in ROOT.glob("*.py"):  # the program is every module at the top level
-        shutil.copy(source, home / source.name)
-    return home
-
-
-@pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "greet.py").write_bytes(b'def greet(name):\r\n    return "Helo, " + name\r\n')
-    return root
 
 
 def agent(install, project, endpoint, *argv, key=KEY, stdin=None, timeout=60):

@@ -4,7 +4,6 @@ bench/long_session.py's, run smaller or whole; their model answers right only fr
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
-from test_e2e import KEY, agent, install, project  # noqa: F401  (fixtures)
+from test_e2e import KEY, agent
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))

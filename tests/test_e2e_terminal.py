@@ -9,7 +9,7 @@ import time
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
-from test_e2e import KEY, install, project  # noqa: F401  (fixtures)
+from test_e2e import KEY
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
 

@@ -3,7 +3,6 @@ and sends shapes no test of ours produced; the files must end with exactly the b
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,24 +12,6 @@ from fake_endpoint import FakeEndpoint, completion
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-e2e-wire-0123456789"
-
-
-@pytest.fixture
-def install(tmp_path):
-    """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
-    home = tmp_path / "install"
-    home.mkdir()
-    for source in ROOT.glob("*.py"):  # the program is every module at the top level
-        shutil.copy(source, home / source.name)
-    return home
-
-
-@pytest.fixture
-def project(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "greet.py").write_bytes(b'def greet(name):\r\n    return "Helo, " + name\r\n')
-    return root
 
 
 # Variables that would send the agent's requests elsewhere than the local endpoint, or change how TLS is checked.

@@ -4,9 +4,9 @@ and what it answered is the answer."""
 import json
 
 import pytest
+from test_agent import make_session, results_in
 
 from agent import run_task
-from test_agent import make_session, results_in
 
 CRLF_FILE = b'import re\r\nTHINK = re.compile(r"<think>.*?</think>")\r\n'
 EDITED = b'import re\r\nTHINK = re.compile(r"<think>.*?</think>", re.DOTALL)\r\n'
