@@ -95,7 +95,8 @@ class ReaderModel:
             return "The user asks for the words in files. " + " ".join(
                 f"Noted: file {n} has {w}." for n, w in sorted(found.items()))
         last = messages[-1]["content"]
-        task = next(m["content"] for m in reversed(messages) if ASK.search(m["content"]) or COLLECT.search(m["content"]))
+        task = next(m["content"] for m in reversed(messages)
+                    if ASK.search(m["content"]) or COLLECT.search(m["content"]))
         if match := ASK.search(task):
             n = match.group(1)
             if ASK.search(last):
