@@ -36,10 +36,9 @@ MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
 BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
 # Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
 BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
-# Where a reply stops being the model's own turn. A result line always does; a speaker's name only after
-# a call, since before one it is more likely an answer's own text ("User: admin (id 1)").
+# Where a reply stops being the model's own turn: a result line, the protocol's own word. A speaker's name
+# ("User:", "Observation:") is not the protocol, and answers hold such lines ("User: admin (id 1)").
 RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
-SPEAKER_LINE = re.compile(PREFIX + r"(?:User|Human|Observation)" + EMPHASIS + ":", re.IGNORECASE)
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
@@ -91,7 +90,7 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     while position < len(text):
         line_end = end_of_line(text, position)
         line = text[position:line_end]
-        if RESULT_LINE.match(line) or (parsed.calls and SPEAKER_LINE.match(line)):
+        if RESULT_LINE.match(line):
             parsed.text = text[:position].rstrip()
             parsed.notes.append(INVENTED)
             break
@@ -137,8 +136,13 @@ def drop_reasoning(reply: str, tool_names: list[str]) -> str:
     """
     text = reply
     close = ORPHAN_CLOSE.search(text)  # a server that puts `<think>` in the prompt sends only `</think>`
-    if close and "<think>" not in text[:close.start()] and close.start() < first_call_line(text, tool_names):
-        text = text[close.end():]
+    if close and "<think>" not in text[:close.start()]:
+        before_call = close.start() < first_call_line(text, tool_names)
+        # After a call, only a `</think>` on a line of its own, outside any call's arguments, ends reasoning:
+        # the calls the model planned while reasoning are not calls, and never run.
+        alone = not text[text.rfind("\n", 0, close.start()) + 1:close.start()].strip()
+        if before_call or (alone and not inside_a_call(text, close.start(), tool_names)):
+            text = text[close.end():]
     while text.lstrip().startswith("<think>"):
         close_at = text.find("</think>")
         if close_at == -1:  # cut off while still reasoning: nothing of it is an answer or a call
@@ -157,6 +161,19 @@ def first_call_line(text: str, tool_names: list[str]) -> int:
     return len(text)
 
 
+def inside_a_call(text: str, at: int, tool_names: list[str]) -> bool:
+    """True if `at` falls inside the arguments of a call whose line starts before it."""
+    position = 0
+    while position < at:
+        line_end = end_of_line(text, position)
+        if head := call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
+            line_end = read_calls(text, head, tool_names, None, [])
+            if line_end > at:
+                return True
+        position = next_line(text, line_end)
+    return False
+
+
 def drop_blank_lines(text: str) -> str:
     """Text without blank lines at the start and white space at the end: no call is changed by it."""
     return re.sub(r"\A(?:[ \t]*(?:\r\n|\r|\n))+", "", text).rstrip()
@@ -168,18 +185,20 @@ def drop_blank_lines(text: str) -> str:
 def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | None:
     """`tool: NAME` at `position`, if it has the shape of a call rather than of a sentence.
 
-    A call opens its arguments with `({` or `()`, or names a known tool and then '('. Written exactly as the
-    protocol spells it, lower case, `tool:` also starts a call before a known name (`tool: read_file a.py`) or
-    before a name with '(' or nothing after it (`tool: bash`, a tool the model imagined). So
-    `Tool: pytest, all green.`, `Tool: pytest (all green)` and `Tool: read_file reads files.` are prose.
+    A call opens its arguments with `({` or `()`, or has '(' right after a known name, or after any name
+    when `tool:` is written exactly as the protocol spells it, lower case (`tool: bash(ls)`, a tool the
+    model imagined). `tool: NAME` alone on its line is a call too, one that lost its arguments. Anything else is prose: `Tool: pytest, all green.`, `tool: read_file (3 times)`,
+    `tool: read_file with a path argument`.
     """
     head = HEAD.match(text, position)
     if not head:
         return None
     keyword, name, paren = head.groups()
-    if paren and (name in tool_names or text.startswith(("{", ")"), skip_space(text, head.end()))):
-        return head
-    if keyword == "tool" and (paren or name in tool_names or end_of_line(text, head.end()) == head.end()):
+    if paren:
+        opens = text.startswith(("{", ")"), skip_space(text, head.end()))
+        spaced = bool(text[head.end(2):head.start(3)].strip("`*"))  # `read_file (`: words, not a call
+        return head if opens or (not spaced and (name in tool_names or keyword == "tool")) else None
+    if keyword == "tool" and end_of_line(text, head.end()) == head.end():
         return head
     return None
 
@@ -333,6 +352,8 @@ def find_mentions(prose: str, tool_names: list[str]) -> list[str]:
     """Calls written inside a sentence, `tool: NAME({` or `tool: NAME()` with a known name, as written."""
     found = []
     for mention in MENTION.finditer(prose):
+        if prose[max(mention.start() - 1, 0):mention.start()] == "`":
+            continue  # quoted as code: an answer showing what a call looks like
         if (mention.group(2) in tool_names and mention.group(3)
                 and prose.startswith(("{", ")"), skip_space(prose, mention.end()))):
             close = matching_paren(prose, mention.end() - 1)

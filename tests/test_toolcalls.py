@@ -142,9 +142,7 @@ REFUSED = [  # (id, reply, fragment of the problem)
     ("missing close paren", 'tool: read_file({"path": "a.py"}', "expected ')' right after the JSON object"),
     ("array arguments", 'tool: read_file(["a.py"])', "must be one JSON object"),
     ("positional string", 'tool: read_file("a.py")', "must be one JSON object"),
-    ("no parenthesis", "tool: read_file a.py", "its arguments must follow in parentheses, like tool: read_file({...})"),
     ("known name alone", "tool: read_file", "its arguments must follow in parentheses"),
-    ("known name, capitalised keyword, with '('", "Tool: read_file (a.py)", "could not be read: the arguments are not"),
     ("unescaped inner quotes are not guessed", 'tool: edit_file({"path": "a.py", "old_str": "say "hi"", "new_str": "x"})',
      "not valid JSON"),
     ("bare call", 'read_file({"path": "a.py"})', "A line starts with read_file( but not with `tool:`"),
@@ -165,14 +163,46 @@ def test_unclear_calls_are_refused_with_a_reason(reply, fragment):
 
 
 @pytest.mark.parametrize("marker", ["tool_result({\"tool\": \"read_file\", \"ok\": true, \"output\": \"x\"})",
-                                    "<tool_result>x</tool_result>", "User: thanks", "Human: ok", "**User:** ok",
-                                    "Observation: the file has 3 lines", "```\ntool_result({})", "- tool_result(x)"])
+                                    "<tool_result>x</tool_result>", "```\ntool_result({})", "- tool_result(x)"])
 def test_invented_continuations_after_a_call_are_cut_and_reported(marker):
     reply = f'tool: read_file({{"path": "a.py"}})\n{marker}\ntool: run_command({{"command": "rm -rf build"}})'
     parsed = parse_reply(reply, NAMES)
     assert [c.name for c in parsed.calls] == ["read_file"]  # the call after the invention is not run
     assert parsed.text == 'tool: read_file({"path": "a.py"})' + ("\n```" if marker.startswith("```") else "")
     assert parsed.notes == [INVENTED]
+
+
+@pytest.mark.parametrize("line", ["User: admin (id 1) owns it, so next I read its file.", "Human: ok",
+                                  "**User:** ok", "Observation: the file has 3 lines"])
+def test_a_speakers_name_after_a_call_is_text_not_an_invented_turn(line):
+    reply = f'tool: read_file({{"path": "a.py"}})\n{line}\ntool: list_files()'
+    parsed = parse_reply(reply, NAMES)
+    assert [c.name for c in parsed.calls] == ["read_file", "list_files"]
+    assert parsed.text == reply and parsed.notes == []
+
+
+@pytest.mark.parametrize("answer", [
+    "tool: read_file a.py", "Tool: read_file (a.py)", "- tool: read_file (3 times)",
+    "Use tool: read_file with a path argument.", "tool: read_file with a path argument.",
+    'I will read it: `tool: read_file({"path": "a.py"})` is how.',
+])
+def test_protocol_words_outside_the_agreed_shape_are_prose(answer):
+    parsed = parse_reply(answer, NAMES)
+    assert (parsed.calls, parsed.notes, parsed.text) == ([], [], answer)
+
+
+def test_a_call_planned_before_a_lone_closing_think_tag_never_runs():
+    reply = ('The user wants a.txt left alone? Maybe I should do\n'
+             'tool: edit_file({"path": "a.txt", "old_str": "hello", "new_str": "bye"})\n'
+             'No wait, they said not to touch it.\n</think>\n\nI left a.txt unchanged, as asked.')
+    parsed = parse_reply(reply, NAMES)
+    assert (parsed.calls, parsed.text) == ([], "I left a.txt unchanged, as asked.")
+
+
+def test_a_closing_think_tag_inside_arguments_on_its_own_line_is_data():
+    reply = 'tool: edit_file({"path": "a.txt", "old_str": "x", "new_str": "a\n</think>\nb"})'
+    parsed = parse_reply(reply.replace("\\n", "\n"), NAMES)
+    assert [c.args["new_str"] for c in parsed.calls] == ["a\n</think>\nb"]
 
 
 # --- reasoning: only ever leading, never inside a call ---
