@@ -251,6 +251,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    sys.stdout.reconfigure(errors="backslashreplace")  # whatever the text holds, printing it never fails
     args = parse_args(argv)
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent)
@@ -278,9 +279,20 @@ def read_task(prompt: str) -> str:
         except UnicodeDecodeError as error:
             raise ConfigError(f"the task on stdin is not UTF-8 text (byte {error.start}); convert it first, "
                               "e.g. with iconv.") from None
+    if not is_text(prompt):  # bytes that were not UTF-8 reach argv as lone surrogates
+        raise ConfigError("the task is not UTF-8 text; convert it first, e.g. with iconv.")
     if not prompt.strip():
         raise ConfigError("the task is empty: pass it as -p \"TASK\", or pipe it in with -p -.")
     return prompt
+
+
+def is_text(text: str) -> bool:
+    """False for a string holding lone surrogates: bytes that were not UTF-8, which no server can take."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def attempt(session: Session, task: str) -> int:
@@ -321,7 +333,9 @@ def repl(session: Session) -> int:
             return 130
         if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
             return 0
-        if task == "/undo":
+        if not is_text(task):
+            log("plainagent: that line is not UTF-8 text, so it was not sent.")
+        elif task == "/undo":
             undone = session.workspace.undo()  # one line, for the user and the model alike
             log(undone)
             session.notes.append(f"The user ran /undo: {undone}")

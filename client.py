@@ -271,6 +271,9 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     refusal = message.get("refusal")  # OpenAI puts a refusal here, with a null content
     if not text and isinstance(refusal, str):
         text = refusal
+    # JSON may carry a lone surrogate ("\ud800"), which is no character: it could be neither printed nor sent
+    # back in the next request. It becomes U+FFFD, as undecodable bytes do.
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     finish_reason = choice.get("finish_reason")
     tool_calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
     return Reply(

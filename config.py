@@ -49,7 +49,10 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     env_files = [path for path in (script_dir / ".env", cwd / ".env") if path.is_file()]
     settings: dict[str, str] = {}
     for path in dict.fromkeys(env_files):  # later files win; dotenv_values leaves os.environ alone
-        settings.update({name: value for name, value in dotenv_values(path).items() if value})
+        try:
+            settings.update({name: value for name, value in dotenv_values(path, encoding="utf-8").items() if value})
+        except (UnicodeDecodeError, OSError) as error:  # PowerShell's `>` writes UTF-16, say
+            raise ConfigError(f"{path} cannot be read as UTF-8 text ({error}); save it as UTF-8.") from None
     settings.update({name: value for name, value in environ.items() if name in ENV_VARS.values() and value})
     config = Config(env_file=env_files[-1] if env_files else cwd / ".env")
     for name, variable in ENV_VARS.items():
@@ -58,7 +61,10 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
-    config.workspace = Path(args.cwd).resolve()
+    try:
+        config.workspace = Path(args.cwd).resolve()
+    except (OSError, RuntimeError) as error:  # a name too long, a loop of symlinks
+        raise ConfigError(f"-C {args.cwd}: {getattr(error, 'strerror', None) or error}.") from None
     config.yes = args.yes
     check_config(config)
     return config
@@ -89,8 +95,14 @@ def check_config(config: Config) -> None:
     where = f"set it in {config.env_file} (see .env.example) or the environment"
     if not config.model:
         raise ConfigError(f"OPENAI_MODEL is not set: {where}, or pass -m MODEL.")
-    if urlsplit(config.base_url).scheme not in ("http", "https"):
-        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not an http(s) URL, e.g. http://localhost:11434/v1.")
+    example = "e.g. http://localhost:11434/v1"
+    try:
+        url = urlsplit(config.base_url)
+        url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
+    except ValueError as error:
+        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not a valid URL ({error}), {example}.") from None
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not an http(s) URL with a host, {example}.")
     if PLACEHOLDER_KEY.fullmatch(config.api_key):
         if not is_local(config.base_url):
             raise ConfigError(f"OPENAI_API_KEY is still the example's placeholder: {where} to your real key.")
@@ -108,10 +120,12 @@ def check_config(config: Config) -> None:
                           "about 1,000).")
     if config.log is not None and config.resume is not None:
         raise ConfigError("--log and --resume do not go together: a resumed session goes on in its own file.")
-    if not config.workspace.exists():
-        raise ConfigError(f"-C {config.workspace}: no such directory.")
-    if not config.workspace.is_dir():
-        raise ConfigError(f"-C {config.workspace}: not a directory.")
+    try:
+        if not config.workspace.is_dir():
+            raise ConfigError(f"-C {config.workspace}: " + ("not a directory." if config.workspace.exists()
+                                                            else "no such directory."))
+    except OSError as error:  # a name too long, say
+        raise ConfigError(f"-C {config.workspace}: {error.strerror or error}.") from None
 
 
 # Names that only resolve inside a private network (mDNS, home routers, Docker's name for the host).

@@ -402,6 +402,9 @@ def check_args(name: str, args: dict) -> str | None:
         if not any(matches_type(value, kind) for kind in expected):
             wanted = " or ".join(JSON_TYPE_NAMES[kind] for kind in expected)
             return f"{name}: argument {arg} must be {wanted}, not {json_type_name(value)}."
+        if isinstance(value, str) and not value.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == value:
+            return (f"{name}: argument {arg} holds a lone surrogate (a \\ud800-style escape that is half of a "
+                    "character), which is not text; write the character itself.")
     return None
 
 

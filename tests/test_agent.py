@@ -428,3 +428,38 @@ def test_the_activity_log_shows_escape_codes_instead_of_sending_them(tmp_path, c
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\u202e" not in err and "\x9b" not in err and "\x07" not in err
     assert "\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J\\u202etxt.exe" in err
+
+
+@pytest.mark.parametrize("base_url, says", [
+    ("http://[::1", "is not a valid URL"), ("http://localhost:99999/v1", "is not a valid URL"),
+    ("http:///v1", "is not an http(s) URL with a host"), ("localhost:11434/v1", "is not an http(s) URL with a host"),
+])
+def test_a_base_url_that_cannot_work_is_a_config_error(tmp_path, base_url, says):
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_config(args(base_url=base_url), {"OPENAI_MODEL": "m"}, tmp_path, tmp_path)
+
+
+def test_a_dotenv_that_is_not_utf8_is_a_config_error(tmp_path):
+    (tmp_path / ".env").write_bytes("OPENAI_MODEL=m\n".encode("utf-16"))
+    with pytest.raises(ConfigError, match=r"\.env cannot be read as UTF-8 text .*; save it as UTF-8\."):
+        load_config(args(), {}, tmp_path, tmp_path / "none")
+
+
+def test_a_workspace_that_cannot_be_resolved_is_a_config_error(tmp_path):
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for cwd in ("loop1", "x" * 300):
+        with pytest.raises(ConfigError, match=r"^-C .*(Symlink loop|File name too long)"):
+            load_config(args(cwd=cwd), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "k"}, tmp_path, tmp_path)
+
+
+def test_a_task_that_is_not_utf8_on_the_command_line_is_a_usage_error(capsys):
+    assert main(["-p", "fix caf\udce9", "-m", "m", "--base-url", "http://localhost/v1"]) == 2
+    assert capsys.readouterr().err == "plainagent: the task is not UTF-8 text; convert it first, e.g. with iconv.\n"
+
+
+def test_a_lone_surrogate_in_an_argument_is_refused_with_a_reason(tmp_path):
+    session, _ = make_session(tmp_path, 'tool: edit_file({"path": "a.txt", "old_str": "", "new_str": "x\\ud800"})', "ok")
+    run_task(session, "go")
+    assert "holds a lone surrogate" in results_in(session.messages[3])[0]["output"]
+    assert not (tmp_path / "a.txt").exists()

@@ -640,3 +640,10 @@ def test_native_tool_calls_are_named_in_the_reply():
     responses.post(URL, json=body)
     reply = Client(BASE, "sk-test", "m").chat([{"role": "user", "content": "hi"}])
     assert (reply.text, reply.finish_reason, reply.native_calls) == ("", "tool_calls", ["read_file"])
+
+
+@responses.activate
+def test_a_lone_surrogate_in_a_reply_becomes_a_replacement_character():
+    responses.post(URL, body=b'{"choices": [{"message": {"content": "bad \\ud800 end"}, "finish_reason": "stop"}]}',
+                   content_type="application/json")
+    assert Client(BASE, "sk-test", "m").chat([{"role": "user", "content": "hi"}]).text == "bad \ufffd end"
