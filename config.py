@@ -48,12 +48,20 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     """Settings by precedence: flag > environment > .env in the current directory > .env next to agent.py."""
     env_files = [path for path in (script_dir / ".env", cwd / ".env") if path.is_file()]
     settings: dict[str, str] = {}
+    sources: dict[str, str] = {}  # variable -> where its value came from, to say so and to check the key's
     for path in dict.fromkeys(env_files):  # later files win; dotenv_values leaves os.environ alone
         try:
-            settings.update({name: value for name, value in dotenv_values(path, encoding="utf-8").items() if value})
+            # No ${VAR} expansion: a project's .env must not be able to copy your other secrets into a URL.
+            values = dotenv_values(path, encoding="utf-8", interpolate=False)
         except (UnicodeDecodeError, OSError) as error:  # PowerShell's `>` writes UTF-16, say
             raise ConfigError(f"{path} cannot be read as UTF-8 text ({error}); save it as UTF-8.") from None
+        settings.update({name: value for name, value in values.items() if value})
+        sources.update({name: str(path) for name, value in values.items() if value})
     settings.update({name: value for name, value in environ.items() if name in ENV_VARS.values() and value})
+    sources.update({name: "the environment" for name, value in environ.items() if name in ENV_VARS.values() and value})
+    if args.base_url is not None:
+        sources["OPENAI_BASE_URL"] = "--base-url"
+    check_key_destination(sources, str(cwd / ".env"))
     config = Config(env_file=env_files[-1] if env_files else cwd / ".env")
     for name, variable in ENV_VARS.items():
         if variable in settings:
@@ -68,6 +76,19 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     config.yes = args.yes
     check_config(config)
     return config
+
+
+def check_key_destination(sources: dict[str, str], project_env: str) -> None:
+    """Refuse to send a key to an endpoint that a project's .env names, unless the key came from there too.
+
+    You run the agent inside projects you did not write: a cloned repository's .env could otherwise point
+    OPENAI_BASE_URL at its author's server, and your key (from the environment, or the .env next to
+    agent.py) would go with the first request.
+    """
+    if sources.get("OPENAI_BASE_URL") == project_env and sources.get("OPENAI_API_KEY", project_env) != project_env:
+        raise ConfigError(f"OPENAI_BASE_URL comes from {project_env}, but OPENAI_API_KEY from "
+                          f"{sources['OPENAI_API_KEY']}: your key is not sent to an endpoint a project's .env names. "
+                          "Put the key in that .env too, or pass --base-url.")
 
 
 def parse_setting(name: str, variable: str, value: str):
