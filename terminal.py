@@ -60,13 +60,15 @@ def describe_char(char: str) -> str:
 
 
 def render_question(kind: str, title: str, preview: str, root: Path | None = None,
-                    mark: Callable[[str], str] = str) -> tuple[str, str]:
+                    mark: Callable[[str], str] = str, whole: bool = False) -> tuple[str, str]:
     """(the header saying what will happen and the preview with every control character escaped, the question).
 
     Tabs in a diff or a file's content are indentation, so they are shown as the spaces they stand for: a
     terminal stops a run of tabs at the right margin, where later text would overwrite itself unseen.
     `kind`, `title` and `preview` are what the tools pass to their confirm callback: ("edit", "edit app.py",
     unified diff), ("edit", "create notes.md", the new content) or ("command", "run this command", "$ ls").
+    A long new file shows its head and tail unless `whole`; the question then offers [v]iew to see it all.
+    A command's question repeats its start, so no run of blanks can scroll what runs out of sight.
     """
     verb, _, path = title.partition(" ")
     if kind == "command":
@@ -74,17 +76,32 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
         n_lines = command.count("\n") + 1
         where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
         header = f"Run{where}{f' ({n_lines:,} lines)' if n_lines > 1 else ''}:"
-        body = escape(command, keep="\n", mark=mark)  # a tab is escaped too: the command is shown exactly
+        body = collapse_blanks(escape(command, keep="\n", mark=mark), mark)  # a tab is escaped: shown exactly
+        first = collapse_blanks(escape(command.removeprefix("$ ").lstrip("\n").split("\n", 1)[0], mark=mark), mark)
+        gist = (first[:60] + " …" if len(first) > 60 else first) + (f", {n_lines:,} lines" if n_lines > 1 else "")
+        question = f"Allow this command ({gist})? [y]es / [n]o (or type a reason) / [a]lways: "
+        return f"\n{header}\n{body}\n\n", question
     elif verb == "create":
         lines = preview.split("\n") if preview else []
         if preview.endswith("\n"):
             lines.pop()  # the final line break ends the last line; it does not start another
         header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
-        body = "\n".join(elide(lines, lambda line: escape(line, keep="\t", mark=mark), mark)).expandtabs()
+        shown = [escape(line, keep="\t", mark=mark) for line in lines] if whole else \
+            elide(lines, lambda line: escape(line, keep="\t", mark=mark), mark)
+        body = "\n".join(shown).expandtabs()
+        if len(shown) < len(lines):
+            return (f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a "
+                    "reason) / [a]lways / [v]iew it all: ")
     else:
         header = f"Edit {escape(path, mark=mark)}:" if verb == "edit" else f"{escape(title, mark=mark).capitalize()}:"
         body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark).expandtabs()
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
+
+
+def collapse_blanks(text: str, mark: Callable[[str], str]) -> str:
+    """Long runs of spaces and of blank lines counted, not shown: they could push what runs out of sight."""
+    text = re.sub(r" {8,}", lambda run: mark(f"[{len(run.group()):,} spaces]"), text)
+    return re.sub(r"\n{3,}", lambda run: f"\n{mark(f'[{len(run.group()) - 1:,} blank lines]')}\n", text)
 
 
 def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
@@ -146,7 +163,12 @@ class TerminalConfirm:
             if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
                 terminal.write("(discarded what was typed before this question)\n")
             terminal.write(question)
-            verdict, refusal = parse_answer(terminal.read_answer() or "")
+            answer = terminal.read_answer() or ""
+            if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
+                preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, whole=True)
+                terminal.write(preview_text + question)
+                answer = terminal.read_answer() or ""
+            verdict, refusal = parse_answer(answer)
             if verdict == "always":
                 self.always.add(kind)
                 terminal.write(f"(approving every {kind} for the rest of this session)\n")

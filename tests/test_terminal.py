@@ -76,7 +76,20 @@ ROOT = Path("/work/space")
     ("edit", "delete old.txt", "old.txt", "\nDelete old.txt:\nold.txt\n\n"),  # a title we do not know yet
 ])
 def test_each_preview_has_a_header_and_shows_its_control_characters(kind, title, preview, shown):
-    assert render_question(kind, title, preview, ROOT) == (shown, f"Allow {escape(title)}{QUESTION}")
+    gist = {"$ touch ~/x #\r\x1b[2K$ ls -la": "touch ~/x #\\r\\x1b[2K$ ls -la",
+            "$ printf 'a\tb'\necho done\n": "printf 'a\\tb', 2 lines"}
+    question = f"Allow this command ({gist[preview]})" if kind == "command" else f"Allow {escape(title)}"
+    assert render_question(kind, title, preview, ROOT) == (shown, question + QUESTION)
+
+
+@pytest.mark.parametrize("command, shown", [
+    ("touch ../PWN;" + " " * 2000 + "python -m pytest -q", "touch ../PWN;[2,000 spaces]python -m pytest -q"),
+    ("touch ../PWN\n" + "\n" * 80 + "ls -la", "touch ../PWN\n[80 blank lines]\nls -la"),
+])
+def test_blank_runs_cannot_push_a_command_out_of_sight(command, shown):
+    preview, question = render_question("command", "run this command", "$ " + command, ROOT)
+    assert f"$ {shown}\n" in preview and len(preview) < 200
+    assert question.startswith("Allow this command (touch ../PWN")
 
 
 @pytest.mark.parametrize("title", ["create a.py", "edit a.py"])
@@ -92,7 +105,9 @@ def test_a_long_new_file_shows_its_head_and_tail_and_counts_the_rest():
     head = "".join(f"line {n}\n" for n in range(1, 21))
     tail = "".join(f"line {n}\n" for n in range(1991, 2001))
     assert shown == f"\nCreate notes.md (2,000 lines):\n{head}... 1,970 lines not shown ...\n{tail}\n"
-    assert question == f"Allow create notes.md{QUESTION}"
+    assert question == "Allow create notes.md? [y]es / [n]o (or type a reason) / [a]lways / [v]iew it all: "
+    whole, _ = render_question("edit", "create notes.md", content, ROOT, whole=True)
+    assert whole == f"\nCreate notes.md (2,000 lines):\n{content}\n"
 
 
 def test_marked_escapes_and_the_left_out_count_are_marked_once():
@@ -154,9 +169,11 @@ class Pty:
     def answer_when_asked(self, keys: str) -> threading.Thread:
         """Type `keys` once the question is on the screen, as a user does."""
         def answer():
-            while not self.screen.endswith("[a]lways: "):
-                self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
-            self.type(keys)
+            for answer_keys in keys.split("|"):  # one answer per question: "v\n|y\n"
+                while not self.screen.endswith(("[a]lways: ", "[v]iew it all: ")):
+                    self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+                self.screen += "<asked>"
+                self.type(answer_keys)
         thread = threading.Thread(target=answer, daemon=True)
         thread.start()
         return thread
@@ -166,7 +183,7 @@ class Pty:
         os.write(self.slave, b"<end>")
         while not self.screen.endswith("<end>"):
             self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
-        shown, self.screen = self.screen.removesuffix("<end>"), ""
+        shown, self.screen = self.screen.removesuffix("<end>").replace("<asked>", ""), ""
         return shown
 
 
@@ -218,7 +235,15 @@ def test_always_approves_the_rest_of_that_kind_only(pty):
     assert refusal is None and screen.endswith(f"{QUESTION}a\n(approving every edit for the rest of this session)\n")
     assert confirm("edit", "edit b.py", "diff") is None  # not asked again
     refusal, screen = ask(pty, "n\n", "command", "run this command", "$ ls", confirm=confirm)
-    assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow run this command{QUESTION}n\n"
+    assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow this command (ls){QUESTION}n\n"
+
+
+def test_view_shows_a_long_new_file_whole_then_asks_again(pty):
+    content = "".join(f"line {n}\n" for n in range(1, 101))
+    refusal, screen = ask(pty, "v\n|y\n", preview=content)
+    assert refusal is None
+    assert "... 70 lines not shown ..." in screen and "\nline 50\n" in screen  # elided first, then whole
+    assert screen.endswith(f"Allow create notes.md{QUESTION}y\n")
 
 
 def test_a_conditional_yes_is_refused_and_the_user_is_told(pty):
@@ -249,7 +274,7 @@ class FakeTerminal(io.StringIO):
 def test_without_dev_tty_it_asks_on_stdin_and_stderr(capsys):
     confirm = TerminalConfirm(ROOT, stdin=FakeTerminal("sure\n"), terminal="/nonexistent/tty")
     assert confirm("command", "run this command", "$ ls\r") is None
-    assert capsys.readouterr().err == f"\nRun in /work/space:\n$ ls\\r\n\nAllow run this command{QUESTION}"
+    assert capsys.readouterr().err == f"\nRun in /work/space:\n$ ls\\r\n\nAllow this command (ls\\r){QUESTION}"
 
 
 def test_without_a_terminal_nothing_is_approved_and_nothing_waits(capsys):
