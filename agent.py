@@ -101,10 +101,13 @@ def final_answer(reply: Reply, parsed: ParsedReply) -> str:
     if reply.finish_reason == "length":
         raise AnswerIncomplete("The model's answer was cut off at its output token limit, so it is incomplete. "
                                "Ask it to go on, or to answer more briefly.", parsed.text)
-    if reply.native_calls and not parsed.text.strip():
+    if reply.finish_reason == "content_filter":
+        raise AnswerIncomplete("The provider's content filter stopped the answer, so it is incomplete.",
+                               parsed.text)
+    if reply.native_calls:  # the model meant to act, in a format we do not read: its text is no answer
         raise AnswerIncomplete(f"The model answered with a native function call ({', '.join(reply.native_calls)}) "
-                               "instead of text; plainagent only reads `tool:` lines. Try again, or try a model "
-                               "that follows the system prompt.")
+                               "instead of a `tool:` line, which is all plainagent reads. Try again, or try a "
+                               "model that follows the system prompt.", parsed.text)
     if not parsed.text.strip():
         what = "only reasoning" if reply.text.strip() else "empty"
         raise AnswerIncomplete(f"The model's reply was {what}: there is no answer. Try again, or try "
@@ -149,7 +152,7 @@ class Session:
         reply = self.client.chat(messages)
         for key in self.tokens:
             value = reply.usage.get(key) if isinstance(reply.usage, dict) else None
-            self.tokens[key] += value if isinstance(value, int) else 0
+            self.tokens[key] += value if isinstance(value, int) and value > 0 else 0
         return reply
 
     def resume(self, loaded: Loaded) -> None:

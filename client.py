@@ -9,6 +9,7 @@ the server sends is data: it is checked before use, and it reaches the screen as
 
 from __future__ import annotations
 
+import codecs
 import email.utils
 import json
 import math
@@ -130,14 +131,14 @@ class Client:
             try:
                 response = self._post(body)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
-                # A timeout or a connection that broke may be a hiccup; a refusal (nothing listening, no such
-                # host, a certificate we cannot trust) is an answer, and waiting will not change it.
-                hiccup = isinstance(error, requests.Timeout) or is_broken_connection(error)
+                # A connection that broke may be a hiccup; a refusal (nothing listening, no such host, a
+                # certificate we cannot trust) is an answer, and so is a timeout: a server silent for minutes
+                # would most likely stay so, and retrying it would keep the user waiting for half an hour.
+                hiccup = is_broken_connection(error) and not isinstance(error, requests.Timeout)
                 if last_try or not hiccup:
                     raise ChatError(describe_connection_error(error, self.url)) from None
                 delay = self._backoff(attempt)
-                reason = "timed out" if isinstance(error, requests.Timeout) else "connection broke"
-                self.log(f"{reason} talking to {self.url}; retrying in {delay:.1f} s")
+                self.log(f"connection broke talking to {self.url}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
                 raise ChatError(f"Request to {self.url} failed: {error}") from None
             else:
@@ -160,7 +161,10 @@ class Client:
         """One POST, its body read whole within the deadline (requests' timeouts only bound each socket wait)."""
         give_up_at = time.monotonic() + self.deadline
         try:
-            response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True)
+            # No redirects: requests would follow a 301/302 as a GET without the body, and a provider moving
+            # its API is news for the user's OPENAI_BASE_URL, not something to follow in silence.
+            response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True,
+                                         allow_redirects=False)
         except requests.ReadTimeout:  # requests' own words name the connection pool, not the wait
             raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
         # Hand requests the body we read, then return the connection to the pool for the next call.
@@ -216,8 +220,14 @@ class Client:
         """One line for a final non-200 response: what failed and what to do."""
         status, message = response.status_code, server_message(response)
         where = f"{status} from {self.url}"
+        if status in (401, 403) and "Authorization" not in self.session.headers:
+            return f"{where}: the server wants an API key and none is set; set OPENAI_API_KEY. {message}".rstrip()
         if status in (401, 403):
             return f"{where}: the API key was refused; check OPENAI_API_KEY. {message}".rstrip()
+        if 300 <= status < 400:
+            target = response.headers.get("Location", "elsewhere")
+            return (f"{where}: the server redirects to {one_line(target)}; set OPENAI_BASE_URL to the address it "
+                    "names (https:// rather than http://, say).")
         if status == 404:
             hint = f"check the model name '{self.model}' (OPENAI_MODEL) and the base URL (OPENAI_BASE_URL)"
             if not re.search(r"/v\d", urlsplit(self.base_url).path):
@@ -328,7 +338,7 @@ def token_counts(usage) -> dict[str, int]:
 def read_json(response: requests.Response):
     """The body parsed as JSON; ValueError if it is not (JSON nested too deep for Python counts as not)."""
     try:
-        return response.json()
+        return json.loads(response.content.removeprefix(codecs.BOM_UTF8))  # a BOM is no reason to refuse a reply
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 

@@ -93,6 +93,6 @@ def format_error(problem: str) -> str:
 
 
 NOT_RUN = "Not run, because an earlier call in the same reply failed; send it again once that is fixed."
-STEP_LIMIT = ("Stopped after {n} model calls (--max-steps {n}) without a final answer. "
+STEP_LIMIT = ("Stopped after {n} model call(s) (--max-steps {n}) without a final answer. "
               "Say how to go on, or raise --max-steps.")
 FORMAT_LIMIT = "Stopped: the model wrote {n} replies in a row whose tool calls could not be read."

@@ -105,7 +105,7 @@ def test_format_errors_that_are_not_in_a_row_do_not_end_the_task(tmp_path):
 
 def test_the_step_limit_ends_the_task_with_a_clear_message(tmp_path):
     session, model = make_session(tmp_path, *[f'tool: read_file({{"path": "f{n}"}})' for n in range(3)], max_steps=3)
-    with pytest.raises(TaskStopped, match=r"Stopped after 3 model calls \(--max-steps 3\)"):
+    with pytest.raises(TaskStopped, match=r"Stopped after 3 model call\(s\) \(--max-steps 3\)"):
         run_task(session, "go")
     assert len(model.seen) == 3
 
@@ -417,8 +417,19 @@ def test_the_tests_run_without_proxy_or_ca_bundle_settings():
 
 def test_a_reply_with_only_native_tool_calls_is_a_failure_that_names_them(tmp_path):
     session, _ = make_session(tmp_path, Reply("", "tool_calls", native_calls=["read_file"]))
-    with pytest.raises(agent.AnswerIncomplete, match=r"native function call \(read_file\) instead of text"):
+    with pytest.raises(agent.AnswerIncomplete, match=r"native function call \(read_file\) instead of a `tool:` line"):
         run_task(session, "go")
+    session, _ = make_session(tmp_path, Reply("Let me read it.", "tool_calls", native_calls=["read_file"]))
+    with pytest.raises(agent.AnswerIncomplete, match="native function call") as stopped:
+        run_task(session, "go")
+    assert stopped.value.partial == "Let me read it."
+
+
+def test_an_answer_stopped_by_a_content_filter_is_a_failure(tmp_path):
+    session, _ = make_session(tmp_path, Reply("Here is the partial answ", "content_filter"))
+    with pytest.raises(agent.AnswerIncomplete, match="content filter stopped the answer") as stopped:
+        run_task(session, "go")
+    assert stopped.value.partial == "Here is the partial answ"
 
 
 def test_the_activity_log_shows_escape_codes_instead_of_sending_them(tmp_path, capsys):

@@ -240,20 +240,38 @@ def test_gives_up_after_max_retries_with_the_last_error():
 
 
 @responses.activate
-def test_timeouts_are_retried_then_reported():
+def test_a_timeout_is_reported_at_once_not_waited_out_again():
+    """Four attempts of a 300 s read timeout would hold the user for twenty minutes."""
     responses.post(URL, body=requests.ReadTimeout("read timed out"))
     responses.post(URL, json=completion("back"))
     client, sleeps = make_client()
-    assert client.chat(MESSAGES).text == "back"
-    assert len(sleeps) == 1
+    with pytest.raises(ChatError, match=f"Timed out talking to {URL}"):
+        client.chat(MESSAGES)
+    assert sleeps == [] and len(responses.calls) == 1
+
+
+@pytest.mark.parametrize("status", [301, 302, 308])
+@responses.activate
+def test_a_redirect_is_not_followed_and_names_the_new_address(status):
+    responses.post(URL, status=status, headers={"Location": "https://api.example.com/v2/chat/completions"})
+    client, _ = make_client()
+    with pytest.raises(ChatError, match=f"{status} from {URL}: the server redirects to "
+                                        "https://api.example.com/v2/chat/completions; set OPENAI_BASE_URL"):
+        client.chat(MESSAGES)
+    assert len(responses.calls) == 1
 
 
 @responses.activate
-def test_timeouts_are_reported():
-    responses.post(URL, body=requests.ReadTimeout("read timed out"))
-    client, _ = make_client(max_retries=0)
-    with pytest.raises(ChatError, match=f"Timed out talking to {URL}"):
-        client.chat(MESSAGES)
+def test_a_401_without_a_key_says_one_is_needed():
+    responses.post(URL, status=401, json={"error": {"message": "Unauthorized"}})
+    with pytest.raises(ChatError, match="the server wants an API key and none is set; set OPENAI_API_KEY"):
+        Client(BASE, "", "m", max_retries=0).chat(MESSAGES)
+
+
+@responses.activate
+def test_a_json_body_after_a_byte_order_mark_is_read():
+    responses.post(URL, body=b"\xef\xbb\xbf" + json.dumps(completion("fine")).encode(), content_type="application/json")
+    assert Client(BASE, "k", "m").chat(MESSAGES).text == "fine"
 
 
 def test_a_server_that_never_answers_hits_the_deadline():

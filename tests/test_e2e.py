@@ -102,7 +102,7 @@ def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project)
 def test_step_limit_exits_1(install, project):
     with FakeEndpoint(["tool: list_files()", 'tool: read_file({"path": "greet.py"})']) as endpoint:
         done = agent(install, project, endpoint, "-p", "loop", "--max-steps", "2")
-    assert done.returncode == 1 and "Stopped after 2 model calls" in done.stderr and done.stdout == ""
+    assert done.returncode == 1 and "Stopped after 2 model call(s)" in done.stderr and done.stdout == ""
 
 
 def test_local_server_without_a_key_sends_no_authorization(install, project):
