@@ -31,18 +31,21 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from client import ChatError, Client, Reply
 from config import Config, ConfigError, load_config
 from context import CallResult, Context
-from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt
+from guard import DEFAULT_RULES, parse_rules
+from instructions import Instructions, load_instructions
+from permissions import Permissions, describe
+from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, SUBAGENT_TASK, format_error, render_system_prompt
 from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
 from transcript import Loaded, Transcript, TranscriptError, open_session
-from workspace import Workspace
+from workspace import ToolError, Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
@@ -75,18 +78,19 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallRes
     results, n_ran = [], 0
     for index, call in enumerate(calls):
         started = time.monotonic()
-        problem = format_error(call.problem) if isinstance(call, BadCall) else check_args(call.name, call.args)
+        problem = (format_error(call.problem) if isinstance(call, BadCall)
+                   else check_args(call.name, call.args) or session.refusal(call.name))  # e.g. read-only
         if problem is None and session.repeats(call):
             problem = (f"You have made this exact call {MAX_REPEATS} times in a row; its result will not change. "
                        "Try something different, or answer with what you know.")
         if problem is None:
-            log(f"→ {call.name}({describe_args(call.args)})")
+            session.say(f"→ {call.name}({describe_args(call.args)})")
             result = run_tool(session.workspace, call.name, call.args)
             ok, output, n_ran = result.ok, result.output, n_ran + 1
-            log(f"  {outcome(ok, output)}: {summarize(output)}")
+            session.say(f"  {outcome(ok, output)}: {summarize(output)}")
         else:
             ok, output = False, problem
-            log(f"✗ {call.name}: {problem.splitlines()[0]}")
+            session.say(f"✗ {call.name}: {problem.splitlines()[0]}")
         results.append(CallResult(call.name, getattr(call, "args", {}), ok, output, time.monotonic() - started))
         if not ok:
             results += [CallResult(later.name, getattr(later, "args", {}), False, NOT_RUN)
@@ -138,11 +142,69 @@ class Session:
     recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
     n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
+    permissions: Permissions = field(default_factory=Permissions)  # the mode: which tools, what is asked
+    instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
+    indent: str = ""  # a sub-agent's activity is shown indented under the parent's delegate call
 
     def __post_init__(self):
-        self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, log)
+        self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, self.say)
         if not self.messages:  # the one message that comes before every task: rendered from the tools
-            self.context.add("system", render_system_prompt(TOOLS))
+            self.context.add("system", self.system_prompt())
+        if not self.indent:  # a sub-agent has no delegate of its own: sub-agents cannot start sub-agents
+            self.workspace.subagent = self.run_subagent
+
+    @property
+    def tools(self) -> dict:
+        """The tools this session offers: all, or only the reading ones (read-only mode, a sub-agent)."""
+        return {name: tool for name, tool in TOOLS.items()
+                if self.permissions.offers(name) and not (self.indent and name == "delegate")}
+
+    def system_prompt(self) -> str:
+        return render_system_prompt(self.tools, self.instructions)
+
+    def refusal(self, name: str) -> str | None:
+        """The result for a call to a tool this session does not offer (see `tools`), or None."""
+        if name in self.tools:
+            return None
+        if self.indent:
+            return f"{name} is not available to a sub-agent: it can only read. Answer with what you found."
+        return self.permissions.refusal(name)
+
+    def switch_mode(self, mode: str) -> str:
+        """/mode NAME: the system prompt follows when the tools offered change, and the model is told."""
+        before, offered = self.permissions.mode, list(self.tools)
+        line = self.permissions.switch(mode)
+        if list(self.tools) != offered:  # to or from read-only: a one-off change to the cached prompt
+            self.messages[0] = {"role": "system", "content": self.system_prompt()}
+        if self.permissions.mode != before:
+            self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
+        return line
+
+    def say(self, line: str) -> None:
+        log("\n".join(self.indent + part for part in line.split("\n")))
+
+    def run_subagent(self, task: str) -> str:
+        """A delegate call: the same loop in a fresh conversation that only reads, sharing this session's
+        client, workspace and token count; its messages go to the transcript marked as the sub-agent's."""
+        helper = Session(replace(self.config, max_steps=SUBAGENT_MAX_STEPS), self.client,
+                         replace(self.workspace, confirm=Permissions("read-only"), subagent=None),
+                         transcript=SubagentTranscript(self.transcript), tokens=self.tokens,
+                         permissions=Permissions("read-only"), instructions=self.instructions,
+                         indent=self.indent + "    ")
+        try:
+            answer = run_task(helper, SUBAGENT_TASK.format(task=task))
+        except KeyboardInterrupt:
+            raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how "
+                            "to go on before delegating again.") from None
+        except TaskStopped as stopped:
+            raise ToolError(f"The sub-agent stopped without an answer: {stopped} Give it a narrower task, or "
+                            "read the files yourself.".replace("--max-steps", "its step limit")) from None
+        except ChatError as error:
+            raise ToolError(f"The sub-agent's model call failed: {error}") from None
+        if len(answer) > SUBAGENT_ANSWER_MAX:
+            answer = answer[:SUBAGENT_ANSWER_MAX] + f"\n[answer cut: {len(answer) - SUBAGENT_ANSWER_MAX:,} more characters]"
+        return answer
+
 
     def call_model(self, messages: list[dict]) -> Reply:
         """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
@@ -196,6 +258,42 @@ class Session:
             raise TaskStopped(FORMAT_LIMIT.format(n=self.n_format_errors))
 
 
+# --- the sub-agent: a tool that runs the loop, so it lives here rather than in tools.py ---
+
+SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
+SUBAGENT_ANSWER_MAX = 4000  # characters of its answer the parent receives: the one thing it costs the parent
+
+
+def delegate(ws: Workspace, task: str) -> str:
+    """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
+    workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
+    your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
+    up a big file. Not for anything that writes or runs commands (it cannot), nor for one file you can read
+    yourself. It sees nothing of this conversation: say in the task all it needs to know.
+
+    Args:
+        task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
+    """
+    if ws.subagent is None:
+        raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
+    return ws.subagent(task)
+
+
+TOOLS[delegate.__name__] = delegate  # listed last in the prompt
+
+
+class SubagentTranscript(Transcript):
+    """Writes a sub-agent's records into the parent's transcript as `subagent` lines: there for the reader,
+    while --resume, which reads only `message` lines, never takes them into the parent's history."""
+
+    def __init__(self, parent: Transcript):
+        super().__init__()
+        self.parent = parent
+
+    def write(self, kind: str, **fields) -> None:
+        self.parent.write("subagent", event=kind, **fields)
+
+
 def describe_args(args: dict) -> str:
     """A call's arguments on one short line, for the activity log."""
     text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
@@ -232,11 +330,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS), "
+               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
+               "PLAINAGENT_MODE, PLAINAGENT_DENY), "
                ".env in the current directory, .env next to agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
-    parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command without asking")
+    parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
+    parser.add_argument("--mode", choices=["ask", "read-only", "edits", "yes"],
+                        help="ask (default) before writes and commands; read-only; edits: ask only before commands; "
+                             "yes: ask nothing (PLAINAGENT_MODE)")
     parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")
     parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
     parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
@@ -261,10 +363,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
-    confirm = None if config.yes else TerminalConfirm(config.workspace)
+    permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log)
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
-    workspace = Workspace(config.workspace, confirm, secret=config.api_key)
-    session = Session(config, client, workspace, transcript=transcript)
+    workspace = Workspace(config.workspace, permissions, secret=config.api_key,
+                          deny_rules=DEFAULT_RULES + parse_rules(config.deny))
+    instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
+    session = Session(config, client, workspace, transcript=transcript, permissions=permissions,
+                      instructions=instructions)
     if loaded:
         session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)
@@ -310,8 +415,13 @@ def attempt(session: Session, task: str) -> int:
 
 
 def repl(session: Session) -> int:
-    log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
-        "Type a task. /undo reverts the last write, /compact shrinks the history; exit, quit or Ctrl-D leaves.")
+    mode = session.permissions.mode
+    log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}, "
+        f"mode {mode} ({describe(mode)})\n"
+        + "".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
+                  for given in session.instructions)
+        + "Type a task. /undo reverts the last write, /compact shrinks the history, /mode NAME switches the mode; "
+        "exit, quit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
         try:
@@ -325,6 +435,8 @@ def repl(session: Session) -> int:
             undone = session.workspace.undo()  # one line, for the user and the model alike
             log(undone)
             session.notes.append(f"The user ran /undo: {undone}")
+        elif task == "/mode" or task.startswith("/mode "):
+            log(session.switch_mode(task.removeprefix("/mode").strip()))
         elif task == "/compact":  # now, whatever the size: older results become stubs, older turns a summary
             try:
                 log(session.context.compact(force=True) or "Nothing to compact yet.")
