@@ -44,7 +44,7 @@ from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, SUBAGENT_TASK, format_erro
 from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
-from transcript import Loaded, Transcript, TranscriptError, open_session
+from transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from workspace import ToolError, Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
@@ -79,7 +79,7 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallRes
     for index, call in enumerate(calls):
         started = time.monotonic()
         problem = (format_error(call.problem) if isinstance(call, BadCall)
-                   else check_args(call.name, call.args) or session.refusal(call.name))  # e.g. read-only
+                   else check_args(call.name, call.args) or session.permissions.refusal(call.name))  # e.g. read-only
         if problem is None and session.repeats(call):
             problem = (f"You have made this exact call {MAX_REPEATS} times in a row; its result will not change. "
                        "Try something different, or answer with what you know.")
@@ -150,61 +150,23 @@ class Session:
         self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, self.say)
         if not self.messages:  # the one message that comes before every task: rendered from the tools
             self.context.add("system", self.system_prompt())
-        if not self.indent:  # a sub-agent has no delegate of its own: sub-agents cannot start sub-agents
-            self.workspace.subagent = self.run_subagent
-
-    @property
-    def tools(self) -> dict:
-        """The tools this session offers: all, or only the reading ones (read-only mode, a sub-agent)."""
-        return {name: tool for name, tool in TOOLS.items()
-                if self.permissions.offers(name) and not (self.indent and name == "delegate")}
+        if not self.permissions.subagent:  # sub-agents cannot start sub-agents
+            self.workspace.subagent = lambda task: run_subagent(self, task)
 
     def system_prompt(self) -> str:
-        return render_system_prompt(self.tools, self.instructions)
-
-    def refusal(self, name: str) -> str | None:
-        """The result for a call to a tool this session does not offer (see `tools`), or None."""
-        if name in self.tools:
-            return None
-        if self.indent:
-            return f"{name} is not available to a sub-agent: it can only read. Answer with what you found."
-        return self.permissions.refusal(name)
+        """The tools this session offers (permissions.py: all, or the reading ones), and AGENTS.md's rules."""
+        return render_system_prompt(self.permissions.tools(TOOLS), self.instructions)
 
     def switch_mode(self, mode: str) -> str:
-        """/mode NAME: the system prompt follows when the tools offered change, and the model is told."""
-        before, offered = self.permissions.mode, list(self.tools)
-        line = self.permissions.switch(mode)
-        if list(self.tools) != offered:  # to or from read-only: a one-off change to the cached prompt
-            self.messages[0] = {"role": "system", "content": self.system_prompt()}
+        """/mode NAME: the model is told, and the system prompt follows (to or from read-only, its tools change)."""
+        before, line = self.permissions.mode, self.permissions.switch(mode)
         if self.permissions.mode != before:
+            self.messages[0] = {"role": "system", "content": self.system_prompt()}
             self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
         return line
 
     def say(self, line: str) -> None:
         log("\n".join(self.indent + part for part in line.split("\n")))
-
-    def run_subagent(self, task: str) -> str:
-        """A delegate call: the same loop in a fresh conversation that only reads, sharing this session's
-        client, workspace and token count; its messages go to the transcript marked as the sub-agent's."""
-        helper = Session(replace(self.config, max_steps=SUBAGENT_MAX_STEPS), self.client,
-                         replace(self.workspace, confirm=Permissions("read-only"), subagent=None),
-                         transcript=SubagentTranscript(self.transcript), tokens=self.tokens,
-                         permissions=Permissions("read-only"), instructions=self.instructions,
-                         indent=self.indent + "    ")
-        try:
-            answer = run_task(helper, SUBAGENT_TASK.format(task=task))
-        except KeyboardInterrupt:
-            raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how "
-                            "to go on before delegating again.") from None
-        except TaskStopped as stopped:
-            raise ToolError(f"The sub-agent stopped without an answer: {stopped} Give it a narrower task, or "
-                            "read the files yourself.".replace("--max-steps", "its step limit")) from None
-        except ChatError as error:
-            raise ToolError(f"The sub-agent's model call failed: {error}") from None
-        if len(answer) > SUBAGENT_ANSWER_MAX:
-            answer = answer[:SUBAGENT_ANSWER_MAX] + f"\n[answer cut: {len(answer) - SUBAGENT_ANSWER_MAX:,} more characters]"
-        return answer
-
 
     def call_model(self, messages: list[dict]) -> Reply:
         """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
@@ -282,16 +244,26 @@ def delegate(ws: Workspace, task: str) -> str:
 TOOLS[delegate.__name__] = delegate  # listed last in the prompt
 
 
-class SubagentTranscript(Transcript):
-    """Writes a sub-agent's records into the parent's transcript as `subagent` lines: there for the reader,
-    while --resume, which reads only `message` lines, never takes them into the parent's history."""
-
-    def __init__(self, parent: Transcript):
-        super().__init__()
-        self.parent = parent
-
-    def write(self, kind: str, **fields) -> None:
-        self.parent.write("subagent", event=kind, **fields)
+def run_subagent(parent: Session, task: str) -> str:
+    """A delegate call: the same loop in a fresh conversation that only reads, sharing the parent's client,
+    workspace and token count; its messages go to the parent's transcript, marked as the sub-agent's."""
+    helper = Session(replace(parent.config, max_steps=SUBAGENT_MAX_STEPS), parent.client,
+                     replace(parent.workspace, confirm=Permissions("read-only"), subagent=None),
+                     transcript=SubagentTranscript(parent.transcript), tokens=parent.tokens,
+                     permissions=Permissions("read-only", subagent=True), instructions=parent.instructions,
+                     indent=parent.indent + "    ")
+    try:
+        answer = run_task(helper, SUBAGENT_TASK.format(task=task))
+    except KeyboardInterrupt:
+        raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go "
+                        "on before delegating again.") from None
+    except (TaskStopped, ChatError) as error:  # its step limit, unreadable calls, no answer, a failed request
+        reason = str(error).split(" (--max-steps")[0].rstrip(".")
+        raise ToolError(f"The sub-agent ended without an answer: {reason}. Give it a narrower task, or read the "
+                        "files yourself.") from None
+    if len(answer) > SUBAGENT_ANSWER_MAX:
+        answer = answer[:SUBAGENT_ANSWER_MAX] + f"\n[answer cut: {len(answer) - SUBAGENT_ANSWER_MAX:,} more characters]"
+    return answer
 
 
 def describe_args(args: dict) -> str:

@@ -18,12 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from config import MODES
+from terminal import render_question
 from workspace import Confirm
 
 # The tools that only read. An allowlist, so that a new tool counts as writing until it is added here.
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
 READ_ONLY = ("This session is read-only (--mode read-only): {name} is not available, and nothing can be "
              "written or run. Use the reading tools, or tell the user what you would change and how.")
+SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answer with what you found."
 
 
 @dataclass
@@ -31,6 +33,7 @@ class Permissions:
     mode: str = "ask"  # one of config.MODES
     ask: Confirm | None = None  # the question at the terminal; None approves (no one to ask, as in tests)
     log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown
+    subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
         """A Confirm: None to go ahead, or the reason for refusing."""
@@ -38,21 +41,30 @@ class Permissions:
             return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
         if self.mode == "yes" or self.ask is None:
             return None
-        if self.mode == "edits" and kind == "edit":
-            self.log(f"  {title} (--mode edits: applied without asking)\n{indent(preview.rstrip())}")
+        if self.mode == "edits" and kind == "edit":  # the same preview the question would show, then no question
+            self.log(render_question(kind, title, preview)[0].strip("\n") + "\n(applied without asking: --mode edits)")
             return None
         return self.ask(kind, title, preview)
 
+    def tools(self, tools: dict[str, Callable]) -> dict[str, Callable]:
+        """The tools offered: listed in the system prompt, and run when called."""
+        return {name: tool for name, tool in tools.items() if self.offers(name)}
+
     def offers(self, name: str) -> bool:
-        """Whether the tool is offered in this mode (listed in the system prompt, and run when called)."""
+        if self.subagent:
+            return name in READING_TOOLS and name != "delegate"
         return self.mode != "read-only" or name in READING_TOOLS
 
     def refusal(self, name: str) -> str | None:
-        """The result for a call to a tool this mode does not offer, or None."""
-        return None if self.offers(name) else READ_ONLY.format(name=name)
+        """The result for a call to a tool that is not offered, or None."""
+        if self.offers(name):
+            return None
+        return SUBAGENT_READS.format(name=name) if self.subagent else READ_ONLY.format(name=name)
 
     def switch(self, mode: str) -> str:
         """Change the mode (the REPL's /mode); returns the line to show, which also says when it is refused."""
+        if not mode:
+            return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
         if not mode:
             return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
         if mode not in MODES:
@@ -66,7 +78,3 @@ def describe(mode: str) -> str:
     return {"ask": "asks before each write and command", "read-only": "reads only, writes and runs nothing",
             "edits": "applies edits without asking, asks before commands",
             "yes": "asks nothing"}[mode]
-
-
-def indent(text: str) -> str:
-    return "\n".join(f"    {line}" for line in text.splitlines())
