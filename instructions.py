@@ -78,6 +78,7 @@ def read_instructions(path: Path, shown: str, source: str, log: Callable[[str], 
                 "(e.g. iconv -f latin1 -t utf-8).")
             return None
         text = data[:error.start].decode("utf-8")
+    text = text.replace("\r\n", "\n")  # a file saved on Windows reads the same in the prompt
     if not text.strip():
         return None
     note = f"cut at {MAX_BYTES:,} of {size:,} bytes" if cut else ""
