@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import tools
 import agent  # noqa: F401  (registers the delegate tool in TOOLS, as running the program does)
+import tools
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
