@@ -98,7 +98,7 @@ FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*&?\s*\1\s*&")
 # `sh -c "$(curl URL)"`.
 INTERPRETER = r"(\S*/)?((ba|z|da|k|c|tc|fi)?sh|python[\d.]*|perl|ruby|node)\b"
 DOWNLOAD_INTO_SHELL = re.compile(
-    rf"\b(curl|wget|fetch)\b[^;&]*\|\s*(sudo\s+|env\s+)?{INTERPRETER}(?!\s+-[mc]\b)"  # -m, -c: not stdin
+    rf"\b(curl|wget|fetch)\b[^;&\n]*\|\s*(sudo\s+|env\s+)?{INTERPRETER}(?!\s+-[mc]\b)"  # -m, -c: not stdin
     rf"|{INTERPRETER}\s+(-\w+\s+)*[\"']?(<\(|\$\(|`)\s*(curl|wget|fetch)\b")
 
 DEFAULT_RULES = [
