@@ -18,6 +18,9 @@ task, the loop in `run_task`:
   6. otherwise each call is checked and run (`run_calls`); every failure becomes a result, never a crash;
   7. the results go back as one user message, one `tool_result(` frame per call, and we repeat,
      at most --max-steps model calls per task.
+What may run depends on the mode (`permissions.py`: read-only offers only the reading tools) and, for
+commands, on the deny rules (`guard.py`), which hold in every mode. The `delegate` tool runs this same loop
+in a fresh conversation that only reads, and hands back only its answer (`run_subagent`).
 Every message is also appended to the session's transcript (`transcript.py`) as it happens, so `--resume`
 can carry on after an exit or a crash.
 The model never touches the machine: it writes text, and this script decides what runs.
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from client import ChatError, Client, Reply
-from config import Config, ConfigError, load_config
+from config import MODES, Config, ConfigError, load_config
 from context import CallResult, Context
 from guard import DEFAULT_RULES, parse_rules
 from instructions import Instructions, load_instructions
@@ -247,7 +250,8 @@ TOOLS[delegate.__name__] = delegate  # listed last in the prompt
 def run_subagent(parent: Session, task: str) -> str:
     """A delegate call: the same loop in a fresh conversation that only reads, sharing the parent's client,
     workspace and token count; its messages go to the parent's transcript, marked as the sub-agent's."""
-    helper = Session(replace(parent.config, max_steps=SUBAGENT_MAX_STEPS), parent.client,
+    config = replace(parent.config, max_steps=SUBAGENT_MAX_STEPS, context_tokens=parent.context.budget.tokens)
+    helper = Session(config, parent.client,
                      replace(parent.workspace, confirm=Permissions("read-only"), subagent=None),
                      transcript=SubagentTranscript(parent.transcript), tokens=parent.tokens,
                      permissions=Permissions("read-only", subagent=True), instructions=parent.instructions,
@@ -308,7 +312,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
-    parser.add_argument("--mode", choices=["ask", "read-only", "edits", "yes"],
+    parser.add_argument("--mode", choices=MODES,
                         help="ask (default) before writes and commands; read-only; edits: ask only before commands; "
                              "yes: ask nothing (PLAINAGENT_MODE)")
     parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")

@@ -86,7 +86,11 @@ def parse_setting(name: str, variable: str, value: str):
         if name == "mode" and value.strip() not in MODES:
             raise ConfigError(f"{variable}={value!r} is not a mode; use one of: {', '.join(MODES)}.")
         if name == "deny":
-            parse_rules(value)  # an unbalanced quote is a ValueError: say so now, not at the first command
+            try:
+                parse_rules(value)  # say so now, not at the first command
+            except ValueError as error:  # an unclosed quote
+                raise ConfigError(f"{variable}={value!r}: {error}; rules are separated by ';', e.g. "
+                                  f"{variable}=\"terraform destroy; npm publish\".") from None
     except ValueError:
         raise ConfigError(f"{variable}={value!r} is not valid; see .env.example.") from None
     return value.strip()

@@ -129,8 +129,9 @@ def test_the_mode_comes_from_the_flag_then_the_environment(tmp_path, given, envi
     ({"yes": True, "mode": "ask"}, {}, "-y is --mode yes, and --mode ask says otherwise: give one of them."),
     ({}, {"PLAINAGENT_MODE": "careful"}, "PLAINAGENT_MODE='careful' is not a mode; use one of: ask, read-only, "
                                          "edits, yes."),
-    ({}, {"PLAINAGENT_DENY": "terraform 'destroy"}, "PLAINAGENT_DENY=\"terraform 'destroy\" is not valid; see "
-                                                    ".env.example."),
+    ({}, {"PLAINAGENT_DENY": "terraform 'destroy"}, "PLAINAGENT_DENY=\"terraform 'destroy\": No closing quotation; "
+                                                    "rules are separated by ';', e.g. PLAINAGENT_DENY=\"terraform "
+                                                    "destroy; npm publish\"."),
 ])
 def test_unusable_mode_settings_are_one_clear_line(tmp_path, given, environ, message):
     with pytest.raises(ConfigError) as error:
