@@ -241,6 +241,8 @@ def delegate(ws: Workspace, task: str) -> str:
     """
     if ws.subagent is None:
         raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
+    if not task.strip():
+        raise ToolError("task is empty: say what the sub-agent should find out, e.g. \"Where is the config read?\"")
     return ws.subagent(task)
 
 

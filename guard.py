@@ -122,7 +122,7 @@ def parse_rules(text: str) -> list[Rule]:
     for part in text.split(";"):
         words = shlex.split(part)
         if words:
-            rules.append(Rule(f"PLAINAGENT_DENY: {' '.join(words)}", words=matches_words(words)))
+            rules.append(Rule(f"the PLAINAGENT_DENY rule \"{' '.join(words)}\"", words=matches_words(words)))
     return rules
 
 
@@ -203,6 +203,6 @@ def program_and_args(words: list[str], depth: int) -> list[tuple[str, list[str]]
 
 def refusal(rule: Rule) -> str:
     """The result the model gets for a denied command."""
-    return (f"Refused by plainagent's guard rail ({rule.name}): this command is never run, in any mode. Do "
+    return (f"Refused by plainagent's guard rail: {rule.name}. This command is never run, in any mode. Do "
             "not try to get around the rule; find another way, or tell the user the command is needed so "
             "they can run it themselves.")

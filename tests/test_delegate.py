@@ -119,3 +119,11 @@ def test_the_sub_agents_messages_are_in_the_transcript_marked_and_stay_out_of_a_
 def test_delegate_with_no_session_behind_it_says_so(tmp_path):
     assert agent.run_tool(Workspace(tmp_path), "delegate", {"task": "x"}).output == (
         "A sub-agent cannot start sub-agents; read the files yourself.")
+
+
+def test_an_empty_task_is_refused_without_a_model_call(project):
+    session, model = make_session(project, 'tool: delegate({"task": "  "})', "ok")
+    run_task(session, "go")
+    assert read_results(session.messages[3]["content"])[0]["output"] == (
+        'task is empty: say what the sub-agent should find out, e.g. "Where is the config read?"')
+    assert len(model.seen) == 2

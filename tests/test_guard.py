@@ -122,8 +122,10 @@ def test_an_unbalanced_quote_is_still_checked():
 ])
 def test_the_users_rules_name_a_program_and_words_its_arguments_must_hold(command, denied):
     rules = parse_rules("terraform destroy; npm publish ;; git reset --hard; kube* delete")
-    assert [rule.name for rule in rules] == ["PLAINAGENT_DENY: terraform destroy", "PLAINAGENT_DENY: npm publish",
-                                             "PLAINAGENT_DENY: git reset --hard", "PLAINAGENT_DENY: kube* delete"]
+    assert [rule.name for rule in rules] == ['the PLAINAGENT_DENY rule "terraform destroy"',
+                                             'the PLAINAGENT_DENY rule "npm publish"',
+                                             'the PLAINAGENT_DENY rule "git reset --hard"',
+                                             'the PLAINAGENT_DENY rule "kube* delete"']
     assert (denied_by(command, rules) is not None) == denied
 
 
@@ -132,7 +134,7 @@ def test_a_denied_command_never_runs_even_when_everything_is_approved(tmp_path, 
     """Workspace(confirm=None) approves every write and command, as --mode yes does."""
     result = run_tool(Workspace(tmp_path), "run_command", {"command": f"touch ran; {command}"})
     assert not result.ok
-    assert result.output == (f"Refused by plainagent's guard rail ({rule}): this command is never run, in any "
+    assert result.output == (f"Refused by plainagent's guard rail: {rule}. This command is never run, in any "
                              "mode. Do not try to get around the rule; find another way, or tell the user the "
                              "command is needed so they can run it themselves.")
     assert list(tmp_path.iterdir()) == []
