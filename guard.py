@@ -10,7 +10,8 @@ How a command is read: it is split into simple commands at `;`, `&&`, `||`, `|`,
 `$(...)` and backticks, with the shell's quoting undone (`"sudo"`, `s\\udo` and `'su'do` are all `sudo`).
 In each, leading `NAME=value` assignments and wrappers (`env`, `command`, `exec`, `nohup`, `time`, `nice`,
 `timeout`, `xargs`, ...) are passed over, and the program is named without its directory (`/usr/bin/sudo`
-is `sudo`). The text given to `sh -c`, `bash -c` and `eval` is read the same way, as a command of its own.
+is `sudo`). The text given to `sh -c`, `bash -c` and `eval` is read the same way, as a command of its own,
+and so is what `find -exec` runs.
 
 A rule of the user's (PLAINAGENT_DENY) is a program followed by words that must all appear among its
 arguments, in any order, each word a shell-style pattern; rules are separated by `;`:
@@ -69,8 +70,9 @@ def removes_home_or_root(program: str, args: list[str]) -> bool:
 
 def is_root_or_home(target: str) -> bool:
     """'/', '//', '/*', '~', '~/', '~/*', '$HOME', '${HOME}/.', '/home/me' (the user's own home) -> True."""
-    bare = re.sub(r"(/+(\*|\.)?)+$", "", target)  # "~/*" -> "~", "/." -> "", "$HOME//" -> "$HOME"
-    return bare in ("", "~", "$HOME", "${HOME}", str(Path.home()).rstrip("/"))
+    bare = re.sub(r"\$\{HOME(:?[-?=+][^}]*)?\}", "$HOME", target)  # "${HOME:?}" and "${HOME}" are $HOME
+    bare = re.sub(r"(/+(\*|\.)?)+$", "", bare)  # "~/*" -> "~", "/." -> "", "$HOME//" -> "$HOME"
+    return bare in ("", "~", "$HOME", str(Path.home()).rstrip("/"))
 
 
 def makes_filesystem(program: str, args: list[str]) -> bool:
@@ -194,6 +196,10 @@ def program_and_args(words: list[str], depth: int) -> list[tuple[str, list[str]]
     found = [(program, args)]
     if program == "eval":
         found += split_commands(" ".join(args), depth + 1)
+    elif program == "find":  # find -exec PROGRAM ARGS {} ;  runs PROGRAM
+        for index, arg in enumerate(args):
+            if arg in ("-exec", "-execdir", "-ok", "-okdir"):
+                found += program_and_args(args[index + 1:], depth + 1)
     elif program in SHELLS:
         flag = next((n for n, arg in enumerate(args[:-1]) if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", arg)), None)
         if flag is not None:  # sh -c TEXT, bash -lc TEXT
