@@ -2,12 +2,14 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
 from test_e2e import KEY
+from test_e2e_sessions import run_until, start_agent
 
 
 def agent(install, project, endpoint, *argv, stdin=None, extra_env=None):
@@ -73,3 +75,19 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(insta
     assert banner[1] == "Instructions from AGENTS.md"
     assert banner[2].startswith("Type a task.") and "/mode NAME" in banner[2]
     assert json.dumps(endpoint.received[0].body).count("Always use tabs") == 1
+
+
+def test_ctrl_c_during_a_sub_agent_stops_it_and_the_parent_answers(install, project):
+    script = ['tool: delegate({"task": "survey the code"})', "tool: list_files()",
+              {"body": completion("never seen"), "delay": 30}, "The survey was interrupted."]
+    with FakeEndpoint(script) as endpoint:
+        process = start_agent(install, project, endpoint, "-p", "survey", "--yes")
+        run_until(process, lambda: len(endpoint.received) == 3)  # the sub-agent waits for its second reply
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 0, stderr
+    assert stdout == "The survey was interrupted.\n"
+    assert results_sent(endpoint, 3) == [{"tool": "delegate", "ok": False, "output": (
+        "The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go on before "
+        "delegating again.")}]
+    assert "    → list_files()\n" in stderr and "Traceback" not in stderr
