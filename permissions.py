@@ -65,8 +65,6 @@ class Permissions:
         """Change the mode (the REPL's /mode); returns the line to show, which also says when it is refused."""
         if not mode:
             return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
-        if not mode:
-            return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
         if mode not in MODES:
             return f"No mode {mode!r}; the modes are: {', '.join(MODES)}. This session's mode is {self.mode}."
         self.mode = mode

@@ -91,7 +91,7 @@ class Workspace:
     """The directory the agent may work in, and the session state the tools share."""
 
     root: Path
-    confirm: Confirm | None = None  # None approves everything (--yes)
+    confirm: Confirm | None = None  # asked before each write and command (permissions.Permissions); None approves
     secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
