@@ -133,10 +133,12 @@ def test_the_users_rules_name_a_program_and_words_its_arguments_must_hold(comman
     assert (denied_by(command, rules) is not None) == denied
 
 
-@pytest.mark.parametrize("command, rule", [(command, rule) for command, rule in DENIED[::6]])
-def test_a_denied_command_never_runs_even_when_everything_is_approved(tmp_path, command, rule):
-    """Workspace(confirm=None) approves every write and command, as --mode yes does."""
-    result = run_tool(Workspace(tmp_path), "run_command", {"command": f"touch ran; {command}"})
+@pytest.mark.parametrize("command, rule", [next(case for case in DENIED if case[1] == rule) for rule in RULE_NAMES])
+def test_a_denied_command_never_runs_even_when_everything_is_approved(tmp_path, monkeypatch, command, rule):
+    """Workspace(confirm=None) approves every write and command, as --mode yes does. Should the guard fail,
+    the shell only writes `ran` and exits before the dangerous part, and finds no program to run anyway."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+    result = run_tool(Workspace(tmp_path), "run_command", {"command": f"echo > ran; exit 0; {command}"})
     assert not result.ok
     assert result.output == (f"Refused by plainagent's guard rail: {rule}. This command is never run, in any "
                              "mode. Do not try to get around the rule; find another way, or tell the user the "
