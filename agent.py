@@ -348,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = Session(config, client, workspace, transcript=transcript, permissions=permissions,
                       instructions=instructions)
+    prompt_tokens, budget = session.context.budget.estimate(session.messages[:1]), session.context.budget.tokens
+    if instructions and prompt_tokens > budget // 4:  # every request carries it, and compaction cannot shrink it
+        log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "
+            f"{prompt_tokens:,} of the {budget:,}-token context budget; shorten it, or raise --context-tokens.")
     if loaded:
         session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)

@@ -91,3 +91,12 @@ def test_ctrl_c_during_a_sub_agent_stops_it_and_the_parent_answers(install, proj
         "The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go on before "
         "delegating again.")}]
     assert "    → list_files()\n" in stderr and "Traceback" not in stderr
+
+
+def test_a_long_agents_md_in_a_small_budget_is_warned_about(install, project):
+    (project / "AGENTS.md").write_text("Keep every function short and name it with a verb.\n" * 150)
+    with FakeEndpoint(["ok"]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", "8000")
+    assert done.returncode == 0
+    assert "plainagent: the system prompt with AGENTS.md takes about 3," in done.stderr
+    assert "of the 8,000-token context budget; shorten it, or raise --context-tokens.\n" in done.stderr
