@@ -18,6 +18,9 @@ task, the loop in `run_task`:
   6. otherwise each call is checked and run (`run_calls`); every failure becomes a result, never a crash;
   7. the results go back as one user message, one `tool_result(` frame per call, and we repeat,
      at most --max-steps model calls per task.
+What may run depends on the mode (`permissions.py`: read-only offers only the reading tools) and, for
+commands, on the deny rules (`guard.py`), which hold in every mode. The `delegate` tool runs this same loop
+in a fresh conversation that only reads, and hands back only its answer (`run_subagent`).
 Every message is also appended to the session's transcript (`transcript.py`) as it happens, so `--resume`
 can carry on after an exit or a crash.
 The model never touches the machine: it writes text, and this script decides what runs.
@@ -31,18 +34,21 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from client import ChatError, Client, Reply
-from config import Config, ConfigError, load_config
+from config import MODES, Config, ConfigError, load_config
 from context import CallResult, Context
-from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt
+from guard import DEFAULT_RULES, parse_rules
+from instructions import Instructions, load_instructions
+from permissions import Permissions, describe
+from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, SUBAGENT_TASK, format_error, render_system_prompt
 from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
-from transcript import Loaded, Transcript, TranscriptError, open_session
-from workspace import Workspace
+from transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
+from workspace import ToolError, Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
@@ -75,18 +81,19 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallRes
     results, n_ran = [], 0
     for index, call in enumerate(calls):
         started = time.monotonic()
-        problem = format_error(call.problem) if isinstance(call, BadCall) else check_args(call.name, call.args)
+        problem = (format_error(call.problem) if isinstance(call, BadCall)
+                   else check_args(call.name, call.args) or session.permissions.refusal(call.name))  # e.g. read-only
         if problem is None and session.repeats(call):
             problem = (f"You have made this exact call {MAX_REPEATS} times in a row; its result will not change. "
                        "Try something different, or answer with what you know.")
         if problem is None:
-            log(f"→ {call.name}({describe_args(call.args)})")
+            session.say(f"→ {call.name}({describe_args(call.args)})")
             result = run_tool(session.workspace, call.name, call.args)
             ok, output, n_ran = result.ok, result.output, n_ran + 1
-            log(f"  {outcome(ok, output)}: {summarize(output)}")
+            session.say(f"  {outcome(ok, output)}: {summarize(output)}")
         else:
             ok, output = False, problem
-            log(f"✗ {call.name}: {problem.splitlines()[0]}")
+            session.say(f"✗ {call.name}: {problem.splitlines()[0]}")
         results.append(CallResult(call.name, getattr(call, "args", {}), ok, output, time.monotonic() - started))
         if not ok:
             results += [CallResult(later.name, getattr(later, "args", {}), False, NOT_RUN)
@@ -141,11 +148,31 @@ class Session:
     recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
     n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
+    permissions: Permissions = field(default_factory=Permissions)  # the mode: which tools, what is asked
+    instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
+    indent: str = ""  # a sub-agent's activity is shown indented under the parent's delegate call
 
     def __post_init__(self):
-        self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, log)
+        self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, self.say)
         if not self.messages:  # the one message that comes before every task: rendered from the tools
-            self.context.add("system", render_system_prompt(TOOLS))
+            self.context.add("system", self.system_prompt())
+        if not self.permissions.subagent:  # sub-agents cannot start sub-agents
+            self.workspace.subagent = lambda task: run_subagent(self, task)
+
+    def system_prompt(self) -> str:
+        """The tools this session offers (permissions.py: all, or the reading ones), and AGENTS.md's rules."""
+        return render_system_prompt(self.permissions.tools(TOOLS), self.instructions)
+
+    def switch_mode(self, mode: str) -> str:
+        """/mode NAME: the model is told, and the system prompt follows (to or from read-only, its tools change)."""
+        before, line = self.permissions.mode, self.permissions.switch(mode)
+        if self.permissions.mode != before:
+            self.messages[0] = {"role": "system", "content": self.system_prompt()}
+            self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
+        return line
+
+    def say(self, line: str) -> None:
+        log("\n".join(self.indent + part for part in line.split("\n")))
 
     def call_model(self, messages: list[dict]) -> Reply:
         """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
@@ -199,6 +226,55 @@ class Session:
             raise TaskStopped(FORMAT_LIMIT.format(n=self.n_format_errors))
 
 
+# --- the sub-agent: a tool that runs the loop, so it lives here rather than in tools.py ---
+
+SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
+SUBAGENT_ANSWER_MAX = 4000  # characters of its answer the parent receives: the one thing it costs the parent
+
+
+def delegate(ws: Workspace, task: str) -> str:
+    """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
+    workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
+    your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
+    up a big file. Not for anything that writes or runs commands (it cannot), nor for one file you can read
+    yourself. It sees nothing of this conversation: say in the task all it needs to know.
+
+    Args:
+        task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
+    """
+    if ws.subagent is None:
+        raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
+    if not task.strip():
+        raise ToolError("task is empty: say what the sub-agent should find out, e.g. \"Where is the config read?\"")
+    return ws.subagent(task)
+
+
+TOOLS[delegate.__name__] = delegate  # listed last in the prompt
+
+
+def run_subagent(parent: Session, task: str) -> str:
+    """A delegate call: the same loop in a fresh conversation that only reads, sharing the parent's client,
+    workspace and token count; its messages go to the parent's transcript, marked as the sub-agent's."""
+    config = replace(parent.config, max_steps=SUBAGENT_MAX_STEPS, context_tokens=parent.context.budget.tokens)
+    helper = Session(config, parent.client,
+                     replace(parent.workspace, confirm=Permissions("read-only"), subagent=None),
+                     transcript=SubagentTranscript(parent.transcript), tokens=parent.tokens,
+                     permissions=Permissions("read-only", subagent=True), instructions=parent.instructions,
+                     indent=parent.indent + "    ")
+    try:
+        answer = run_task(helper, SUBAGENT_TASK.format(task=task))
+    except KeyboardInterrupt:
+        raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go "
+                        "on before delegating again.") from None
+    except (TaskStopped, ChatError) as error:  # its step limit, unreadable calls, no answer, a failed request
+        reason = str(error).split(" (--max-steps")[0].rstrip(".")
+        raise ToolError(f"The sub-agent ended without an answer: {reason}. Give it a narrower task, or read the "
+                        "files yourself.") from None
+    if len(answer) > SUBAGENT_ANSWER_MAX:
+        answer = answer[:SUBAGENT_ANSWER_MAX] + f"\n[answer cut: {len(answer) - SUBAGENT_ANSWER_MAX:,} more characters]"
+    return answer
+
+
 def describe_args(args: dict) -> str:
     """A call's arguments on one short line, for the activity log."""
     text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
@@ -235,11 +311,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS), "
+               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
+               "PLAINAGENT_MODE, PLAINAGENT_DENY), "
                ".env in the current directory, .env next to agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
-    parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command without asking")
+    parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
+    parser.add_argument("--mode", choices=MODES,
+                        help="ask (default) before writes and commands; read-only; edits: ask only before commands; "
+                             "yes: ask nothing (PLAINAGENT_MODE)")
     parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")
     parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
     parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
@@ -265,10 +345,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
-    confirm = None if config.yes else TerminalConfirm(config.workspace)
+    permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log)
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
-    workspace = Workspace(config.workspace, confirm, secret=config.api_key)
-    session = Session(config, client, workspace, transcript=transcript)
+    workspace = Workspace(config.workspace, permissions, secret=config.api_key,
+                          deny_rules=DEFAULT_RULES + parse_rules(config.deny))
+    instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
+    session = Session(config, client, workspace, transcript=transcript, permissions=permissions,
+                      instructions=instructions)
+    prompt_tokens, budget = session.context.budget.estimate(session.messages[:1]), session.context.budget.tokens
+    if instructions and prompt_tokens > budget // 4:  # every request carries it, and compaction cannot shrink it
+        log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "
+            f"{prompt_tokens:,} of the {budget:,}-token context budget; shorten it, or raise --context-tokens.")
     if loaded:
         session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)
@@ -325,8 +412,13 @@ def attempt(session: Session, task: str) -> int:
 
 
 def repl(session: Session) -> int:
-    log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
-        "Type a task. /undo reverts the last write, /compact shrinks the history; exit, quit or Ctrl-D leaves.")
+    mode = session.permissions.mode
+    log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}, "
+        f"mode {mode} ({describe(mode)})\n"
+        + "".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
+                  for given in session.instructions)
+        + "Type a task. /undo reverts the last write, /compact shrinks the history, /mode NAME switches the mode; "
+        "exit, quit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
         try:
@@ -342,6 +434,8 @@ def repl(session: Session) -> int:
             undone = session.workspace.undo()  # one line, for the user and the model alike
             log(undone)
             session.notes.append(f"The user ran /undo: {undone}")
+        elif task == "/mode" or task.startswith("/mode "):
+            log(session.switch_mode(task.removeprefix("/mode").strip()))
         elif task == "/compact":  # now, whatever the size: older results become stubs, older turns a summary
             try:
                 log(session.context.compact(force=True) or "Nothing to compact yet.")

@@ -18,6 +18,8 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
+from guard import parse_rules
+
 
 @dataclass
 class Config:
@@ -30,7 +32,8 @@ class Config:
     log: Path | None = None  # --log: the transcript file (default: a new one in the state directory)
     resume: str | None = None  # --resume: "" for this workspace's latest session, or a transcript file
     workspace: Path = Path(".")  # -C: the directory the tools may touch
-    yes: bool = False  # -y: approve every write and command without asking
+    mode: str = "ask"  # PLAINAGENT_MODE, --mode (-y is --mode yes): what is asked before writes and commands
+    deny: str = ""  # PLAINAGENT_DENY: more commands never to run, "terraform destroy; npm publish" (guard.py)
     env_file: Path | None = None  # the .env to name in error messages
 
 
@@ -40,8 +43,10 @@ class ConfigError(Exception):
 
 ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL",
             "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
-            "context_tokens": "PLAINAGENT_CONTEXT_TOKENS"}  # Config field -> variable
+            "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
+            "deny": "PLAINAGENT_DENY"}  # Config field -> variable
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
+MODES = ("ask", "read-only", "edits", "yes")  # permissions.py says what each asks
 
 
 def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path) -> Config:
@@ -73,7 +78,9 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
         config.workspace = Path(args.cwd).resolve()
     except (OSError, RuntimeError) as error:  # a name too long, a loop of symlinks
         raise ConfigError(f"-C {args.cwd}: {getattr(error, 'strerror', None) or error}.") from None
-    config.yes = args.yes
+    if args.yes and args.mode not in (None, "yes"):
+        raise ConfigError(f"-y is --mode yes, and --mode {args.mode} says otherwise: give one of them.")
+    config.mode = "yes" if args.yes else args.mode or config.mode
     check_config(config)
     return config
 
@@ -103,6 +110,14 @@ def parse_setting(name: str, variable: str, value: str):
             if not (isinstance(stop, list) and all(isinstance(item, str) for item in stop)):
                 raise ValueError("not a list of strings")
             return stop
+        if name == "mode" and value.strip() not in MODES:
+            raise ConfigError(f"{variable}={value!r} is not a mode; use one of: {', '.join(MODES)}.")
+        if name == "deny":
+            try:
+                parse_rules(value)  # say so now, not at the first command
+            except ValueError as error:  # an unclosed quote
+                raise ConfigError(f"{variable}={value!r}: {error}; rules are separated by ';', e.g. "
+                                  f"{variable}=\"terraform destroy; npm publish\".") from None
     except ValueError:
         raise ConfigError(f"{variable}={value!r} is not valid; see .env.example.") from None
     return value.strip()

@@ -12,7 +12,7 @@ import inspect
 import json
 import secrets
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 SYSTEM_PROMPT = """\
 You are a coding agent in the user's project directory (the workspace; paths are relative to it). To act,
@@ -32,12 +32,22 @@ When the task is done, or you need the user, reply without a call: that is your 
 
 EXAMPLE_CALL = 'tool: read_file({"path": "src/app.py"})'
 
+INSTRUCTIONS = """
+# Instructions from {source}
 
-def render_system_prompt(tools: dict[str, Callable]) -> str:
-    """The system prompt, with one entry per tool: its signature, then its docstring indented."""
+Standing instructions for this work; follow them unless the user says otherwise.
+
+{text}
+"""
+
+
+def render_system_prompt(tools: dict[str, Callable], instructions: Sequence = ()) -> str:
+    """The system prompt, with one entry per tool: its signature, then its docstring indented; then each
+    set of project instructions (instructions.Instructions: `source`, `text`) under a heading naming it."""
     entries = [f"{render_signature(name, tool)}\n{textwrap.indent(describe(tool), '    ')}"
                for name, tool in tools.items()]
-    return SYSTEM_PROMPT.format(example=EXAMPLE_CALL, tools="\n\n".join(entries))
+    return SYSTEM_PROMPT.format(example=EXAMPLE_CALL, tools="\n\n".join(entries)) + "".join(
+        INSTRUCTIONS.format(source=given.source, text=given.text) for given in instructions)
 
 
 def render_signature(name: str, tool: Callable) -> str:
@@ -95,4 +105,10 @@ def format_error(problem: str) -> str:
 NOT_RUN = "Not run, because an earlier call in the same reply failed; send it again once that is fixed."
 STEP_LIMIT = ("Stopped after {n} model call(s) (--max-steps {n}) without a final answer. "
               "Say how to go on, or raise --max-steps.")
+SUBAGENT_TASK = """\
+You are a sub-agent: another agent handed you the task below and will see only your final answer, not your \
+tool calls or what they returned. You can only read. Look as far as the task needs, then answer in one reply \
+without calls: specific (paths, line numbers, names, short quotes) and brief, at most about 300 words.
+
+Task: {task}"""
 FORMAT_LIMIT = "Stopped: the model wrote {n} replies in a row whose tool calls could not be read."

@@ -44,6 +44,7 @@ from edits import (
     split_lines,
     unified_diff,
 )
+from guard import denied_by, refusal
 from workspace import Entry, ToolError, Workspace
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
@@ -305,6 +306,8 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
     timeout = max(1, min(timeout, COMMAND_MAX_TIMEOUT))
+    if rule := denied_by(command, ws.deny_rules):  # before the question: refused in every mode, --yes too
+        raise ToolError(refusal(rule))
     ws.approve("command", "run this command", f"$ {command}")
     # The child gets the user's environment minus the API key; its own session (process group), so a
     # timeout can kill everything it started, not only the shell.

@@ -10,6 +10,7 @@ the API key). Then, in the order things happen:
     {"type": "compaction", ..., "messages": [...], "results": {...}}      the history after a compaction
     {"type": "budget", "tokens": 4096, "reason": ...}                     the context budget lowered
     {"type": "resumed", ...}                                              a later run continuing the session
+    {"type": "subagent", "event": "message", ...}                          a sub-agent's record (delegate)
 
 A results message carries `results`, the calls behind it (name, arguments, ok, size) that compaction needs
 to replace it with stubs; an assistant message carries `calls`, the names of the calls it made, so a resume
@@ -164,6 +165,18 @@ class Transcript:
             except OSError:  # already gone with the disk: nothing more to lose
                 pass
             self.fd = None
+
+
+class SubagentTranscript(Transcript):
+    """Writes a sub-agent's records into the parent's transcript as `subagent` lines: there for the reader,
+    while --resume, which reads only `message` lines, never takes them into the parent's history."""
+
+    def __init__(self, parent: Transcript):
+        super().__init__()
+        self.parent = parent
+
+    def write(self, kind: str, **fields) -> None:
+        self.parent.write("subagent", event=kind, **fields)
 
 
 # --- reading back, for --resume ---

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edits import write_atomically
+from guard import DEFAULT_RULES, Rule
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -90,9 +91,11 @@ class Workspace:
     """The directory the agent may work in, and the session state the tools share."""
 
     root: Path
-    confirm: Confirm | None = None  # None approves everything (--yes)
+    confirm: Confirm | None = None  # asked before each write and command (permissions.Permissions); None approves
     secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
+    deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
+    subagent: Callable[[str], str] | None = None  # runs a delegate call's task: set by agent.Session (the loop)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()

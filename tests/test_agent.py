@@ -156,7 +156,7 @@ def test_a_bug_inside_a_task_is_one_line_and_the_session_survives(tmp_path, caps
 
 def args(**given):
     values = {"model": None, "base_url": None, "max_steps": None, "cwd": ".", "yes": False, "prompt": None,
-              "context_tokens": None, "log": None, "resume": None}
+              "context_tokens": None, "log": None, "resume": None, "mode": None}
     values.update(given)
     return argparse.Namespace(**values)
 

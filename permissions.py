@@ -1,0 +1,78 @@
+"""Permission modes: how much the user trusts the agent with, for this session.
+
+    ask        (default) a preview and a question before each write and each command
+    read-only  only the reading tools exist: the others are left out of the system prompt, and a call to one
+               anyway is refused
+    edits      file edits are applied without asking (their preview still goes to the activity log);
+               commands are asked
+    yes        nothing is asked (-y)
+
+`Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write and
+command), so the mode is decided in one place; the question itself is the terminal's (`terminal.py`). The
+deny rules (`guard.py`) come before any of this: a denied command is refused in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from config import MODES
+from terminal import render_question
+from workspace import Confirm
+
+# The tools that only read. An allowlist, so that a new tool counts as writing until it is added here.
+READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
+READ_ONLY = ("This session is read-only (--mode read-only): {name} is not available, and nothing can be "
+             "written or run. Use the reading tools, or tell the user what you would change and how.")
+SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answer with what you found."
+
+
+@dataclass
+class Permissions:
+    mode: str = "ask"  # one of config.MODES
+    ask: Confirm | None = None  # the question at the terminal; None approves (no one to ask, as in tests)
+    log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown
+    subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
+
+    def __call__(self, kind: str, title: str, preview: str) -> str | None:
+        """A Confirm: None to go ahead, or the reason for refusing."""
+        if self.mode == "read-only":
+            return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
+        if self.mode == "yes" or self.ask is None:
+            return None
+        if self.mode == "edits" and kind == "edit":  # the same preview the question would show, then no question
+            self.log(render_question(kind, title, preview)[0].strip("\n") + "\n(applied without asking: --mode edits)")
+            return None
+        return self.ask(kind, title, preview)
+
+    def tools(self, tools: dict[str, Callable]) -> dict[str, Callable]:
+        """The tools offered: listed in the system prompt, and run when called."""
+        return {name: tool for name, tool in tools.items() if self.offers(name)}
+
+    def offers(self, name: str) -> bool:
+        if self.subagent:
+            return name in READING_TOOLS and name != "delegate"
+        return self.mode != "read-only" or name in READING_TOOLS
+
+    def refusal(self, name: str) -> str | None:
+        """The result for a call to a tool that is not offered, or None."""
+        if self.offers(name):
+            return None
+        return SUBAGENT_READS.format(name=name) if self.subagent else READ_ONLY.format(name=name)
+
+    def switch(self, mode: str) -> str:
+        """Change the mode (the REPL's /mode); returns the line to show, which also says when it is refused."""
+        if not mode:
+            return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
+        if mode not in MODES:
+            return f"No mode {mode!r}; the modes are: {', '.join(MODES)}. This session's mode is {self.mode}."
+        self.mode = mode
+        return f"Mode: {mode} ({describe(mode)})."
+
+
+def describe(mode: str) -> str:
+    """What the mode asks, in a few words, for the banner and /mode."""
+    return {"ask": "asks before each write and command", "read-only": "reads only, writes and runs nothing",
+            "edits": "applies edits without asking, asks before commands",
+            "yes": "asks nothing"}[mode]
