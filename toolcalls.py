@@ -187,8 +187,9 @@ def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | Non
 
     A call opens its arguments with `({` or `()`, or has '(' right after a known name, or after any name
     when `tool:` is written exactly as the protocol spells it, lower case (`tool: bash(ls)`, a tool the
-    model imagined). `tool: NAME` alone on its line is a call too, one that lost its arguments. Anything else is prose: `Tool: pytest, all green.`, `tool: read_file (3 times)`,
-    `tool: read_file with a path argument`.
+    model imagined). `tool: NAME` alone on its line is a call too, one that lost its arguments. Anything
+    else is prose: `Tool: pytest, all green.`, `tool: read_file (3 times)`, `tool: read_file with a path
+    argument`.
     """
     head = HEAD.match(text, position)
     if not head:
