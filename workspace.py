@@ -16,6 +16,7 @@ links inside directories reached through a symlinked directory (the walk does no
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import subprocess
@@ -106,14 +107,14 @@ class Workspace:
         if "\0" in path:
             raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
         named = Path(os.path.normpath(self.root / path))  # "a/../.env" is named .env, whatever "a" is
-        return self.confine(named, real=(self.root / path).resolve(), shown=path, writing=writing)
+        return self.confine(named, real=follow_links(self.root / path, path), shown=path, writing=writing)
 
     def confine(self, named: Path, *, real: Path | None = None, shown: str = "", writing: bool = False) -> Path:
         """The one gate every path passes before a tool reads, lists, searches or writes it: its real
         location, or PathRefused. `named` is the absolute path as named, without "..": for a link, the link
         itself. `real` is where it leads, when the caller knows it already."""
-        real = real or named.resolve()  # follows every link, so none can lead outside unnoticed
         shown = shown or self.relative(named)
+        real = real or follow_links(named, shown)  # follows every link, so none can lead outside unnoticed
         if not self.contains(real):
             raise PathRefused(f"{shown} is outside the workspace {self.root}; only paths inside it can be used.",
                               "leads outside the workspace")
@@ -255,6 +256,24 @@ class Workspace:
         # "ollama", "EMPTY" or "x" is a local server's placeholder, and blanking it would corrupt every file
         # and output that happens to hold those letters.
         return len(self.secret) >= REDACT_MIN_CHARS
+
+
+def follow_links(path: Path, shown: str) -> Path:
+    """Where `path` really is, every link followed; PathRefused for links that loop (a -> b, b -> a), which
+    lead to no file at all."""
+    try:
+        real = path.resolve()
+    except RuntimeError:  # Python before 3.13 raises "Symlink loop from ..."
+        real = None
+    except OSError as error:  # ELOOP from the system
+        if error.errno != errno.ELOOP:
+            raise
+        real = None
+    if real is None or real.is_symlink():  # 3.13 and later stop at the looping link instead of raising
+        raise PathRefused(f"{shown} goes through a loop of symbolic links (a link that leads back to itself), "
+                          "so it leads to no file. Ask the user to fix or remove the link.",
+                          "a link loop: it leads back to itself, to no file")
+    return real
 
 
 def is_secret(path: str) -> bool:

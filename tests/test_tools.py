@@ -120,6 +120,24 @@ def test_search_and_list_say_which_files_they_would_not_read(links):
         ".env  (may hold secrets)\nconfig.txt  (may hold secrets)\nfine.txt\nlink_out  (leads outside the workspace)")
 
 
+def test_a_loop_of_links_blinds_no_tool(ws):
+    write(ws, "src/hi.txt", b"hi\n")
+    (ws.root / "src/deep").mkdir()
+    os.symlink("loop", ws.root / "src/deep/loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    loop = "(a link loop: it leads back to itself, to no file)"
+    assert run(ws, "list_files").output == "\n".join([
+        f"a  {loop}", f"b  {loop}", "src/", "src/deep/", f"src/deep/loop  {loop}", "src/hi.txt"])
+    assert run(ws, "search_files", pattern="hi").output == (
+        f"src/hi.txt:1: hi\n(not searched: a {loop}; b {loop}; src/deep/loop {loop})")
+    assert run(ws, "read_file", path="src/nope.txt").output == "src/nope.txt does not exist. Did you mean: src/hi.txt?"
+    for name, args in [("read_file", {"path": "a"}), ("edit_file", {"path": "b/new.txt", "old_str": "", "new_str": "x"}),
+                       ("list_files", {"path": "src/deep/loop"}), ("search_files", {"pattern": "x", "path": "a"})]:
+        result = run(ws, name, **args)
+        assert not result.ok and "goes through a loop of symbolic links" in result.output, result.output
+
+
 @pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template"])
 def test_env_examples_are_readable(ws, name):
     write(ws, name, b"OPENAI_MODEL=gpt-4o\n")

@@ -74,6 +74,19 @@ def test_a_link_is_judged_by_its_name_and_by_where_it_leads(ws, tmp_path):
     assert refusal(ws, "sub/../.env").reason == "may hold secrets"
 
 
+@pytest.mark.parametrize("path", ["loop", "a", "b/x", "sub/../a", "deep/loop/x"])
+def test_a_path_through_a_loop_of_links_is_refused_in_one_clear_sentence(ws, path):
+    os.symlink("loop", ws.root / "loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    (ws.root / "sub").mkdir()
+    os.symlink("loop", ws.root / "deep")
+    refused = refusal(ws, path)
+    assert str(refused) == (f"{path} goes through a loop of symbolic links (a link that leads back to itself), so "
+                            "it leads to no file. Ask the user to fix or remove the link.")
+    assert refused.reason == "a link loop: it leads back to itself, to no file"
+
+
 @pytest.mark.parametrize("path", [".git/config", ".GIT/config", "sub/.Git/HEAD"])
 def test_writes_under_git_are_refused_in_any_case(ws, path):
     assert refusal(ws, path, writing=True).reason == "inside .git/"
@@ -101,6 +114,15 @@ def test_the_walk_is_breadth_first_and_notes_what_may_not_be_read(ws, tmp_path):
                           "dangling (a broken link: what it leads to does not exist)",
                           "linked_a/ (a link to a folder: not followed; list its target instead)",
                           "linked_dir (leads outside the workspace)", "z.txt", "a/b/", "a/b/deep.txt"]
+
+
+def test_the_walk_notes_a_loop_of_links_as_it_notes_a_broken_one(ws):
+    write(ws, "src/deep/hi.txt", b"")
+    os.symlink("loop", ws.root / "src/deep/loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    loop = " (a link loop: it leads back to itself, to no file)"
+    assert walked(ws) == ["a" + loop, "b" + loop, "src/", "src/deep/", "src/deep/hi.txt", "src/deep/loop" + loop]
 
 
 def test_an_allow_list_gitignore_is_read_by_git(ws):
