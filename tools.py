@@ -463,7 +463,7 @@ def suggest_paths(ws: Workspace, path: str) -> str:
 
 
 def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
-    full = ws.resolve(path, writing=True)
+    full = ws.resolve(path)
     if full.is_dir():
         raise ToolError(f"{path} is a directory; give the path of a file.")
     if old == "":

@@ -5,7 +5,8 @@ skips, the journal that lets /undo take back the agent's writes, and redaction o
 tools (it must not import `tools.py`). The rules:
   - every path a tool reads, lists, searches or writes passes `Workspace.confine`, one gate: its real
     location (links followed) must be inside the root, neither its name nor its target's may look like a
-    secret, and nothing is written under `.git/`;
+    secret, and nothing under `.git/` is read or written (git commands through run_command are the way:
+    git's store holds credentials in .git/config, and its own tools know how to read the rest);
   - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what git ignores
     in a repository (asking git), else what the top-level .gitignore names;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
@@ -31,17 +32,34 @@ from edits import write_atomically
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".next", ".parcel-cache"}
 
-# Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A
-# pattern with a "/" matches the path's last components, e.g. ".aws/credentials" in any folder.
+# Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A pattern
+# matches the file's name; one with a "/" matches the path's last components (".aws/credentials" in any
+# folder); one ending in "/**" matches every file under a folder of that name, at any depth.
 SECRET_NAMES = [
-    ".env*", "*.env",  # dotenv files: .env.local, .envrc, prod.env
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",  # private keys and key stores
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # ssh keys (the .pub halves too: not worth a rule)
-    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd",  # passwords in plain text
-    ".npmrc", ".pypirc",  # often hold a registry token (`_authToken=`, `password =`) next to harmless settings
-    ".aws/credentials", ".docker/config.json", ".kube/config",  # cloud and cluster credentials
-    "application_default_credentials.json", "credentials.db", "access_tokens.db",  # gcloud
+    # dotenv files: .env.local, .envrc, prod.env
+    ".env*", "*.env",
+    # private keys and key stores
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
+    # ssh and gpg: keys, and everything else in their folders (configs name hosts and key files)
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".ssh/**", ".gnupg/**", "secring.gpg",
+    # passwords and tokens in plain text
+    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd", ".vault-token", ".s3cfg", ".boto",
+    # repository configs: remote URLs with tokens, `http.extraheader = AUTHORIZATION: ...` (CI checkouts)
+    ".git/config", ".hg/hgrc",
+    # package registries: a token next to harmless settings (`_authToken=`, `password =`)
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+    ".dockercfg", ".docker/config.json",
+    # cloud accounts: AWS, Azure, Google Cloud (user and service-account keys), GitHub CLI, Terraform Cloud
+    ".aws/credentials", ".azure/**", "application_default_credentials.json", "credentials.db",
+    "access_tokens.db", "credentials.json", "*service-account*.json", "*service_account*.json",
+    "gh/hosts.yml", ".terraform.d/credentials.tfrc.json",
+    # clusters
+    ".kube/config", "kubeconfig", "*.kubeconfig", "kubeconfig.yaml", "kubeconfig.yml",
+    # Terraform state and variables hold every secret a deployment used, in plain text
+    "*.tfstate", "*.tfvars", "*.tfvars.json",
 ]
+# A backup of a secret is the secret: key.pem.bak, .env~, terraform.tfstate.backup.
+BACKUP_SUFFIXES = (".bak", ".backup", ".old", ".orig", ".save", ".swp", "~")
 # Templates that document the variables without values: the model may read these.
 NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
 
@@ -100,16 +118,16 @@ class Workspace:
 
     # --- paths ---
 
-    def resolve(self, path: str, *, writing: bool = False) -> Path:
+    def resolve(self, path: str) -> Path:
         """The real path of `path` as the model gave it (relative to the root, or absolute inside it)."""
         if not path.strip():
             raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
         if "\0" in path:
             raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
         named = Path(os.path.normpath(self.root / path))  # "a/../.env" is named .env, whatever "a" is
-        return self.confine(named, real=follow_links(self.root / path, path), shown=path, writing=writing)
+        return self.confine(named, real=follow_links(self.root / path, path), shown=path)
 
-    def confine(self, named: Path, *, real: Path | None = None, shown: str = "", writing: bool = False) -> Path:
+    def confine(self, named: Path, *, real: Path | None = None, shown: str = "") -> Path:
         """The one gate every path passes before a tool reads, lists, searches or writes it: its real
         location, or PathRefused. `named` is the absolute path as named, without "..": for a link, the link
         itself. `real` is where it leads, when the caller knows it already."""
@@ -124,9 +142,11 @@ class Workspace:
         if is_secret(self.relative(real)):  # a harmless name that leads to a secret: config.txt -> .env
             raise PathRefused(f"{shown} leads to {self.relative(real)}, which may hold secrets (API keys, "
                               "private keys), so it is not read, searched or edited.", "may hold secrets")
-        if writing and (self.inside_git(named) or self.inside_git(real)):
-            raise PathRefused(f"{shown} is inside .git/; writing there could corrupt the repository. "
-                              "Use git commands through run_command instead.", "inside .git/")
+        if self.inside_git(named) or self.inside_git(real):
+            raise PathRefused(f"{shown} is inside .git/, git's own store: it may hold credentials (remote URLs "
+                              "with tokens, auth headers), and a write could corrupt the repository. Use git "
+                              "commands through run_command instead (git log, git show, git status).",
+                              "inside .git/")
         return real
 
     def contains(self, path: Path) -> bool:
@@ -278,15 +298,24 @@ def follow_links(path: Path, shown: str) -> Path:
 
 def is_secret(path: str) -> bool:
     """Whether a file may hold secrets, by its path relative to the root (or its name): ".env" -> True."""
-    path = path.lower()
-    name = path.rsplit("/", 1)[-1]
-    if name.endswith(NOT_SECRET_SUFFIXES):
+    parts = without_backup_suffixes(path.lower()).split("/")
+    for pattern in SECRET_NAMES:
+        if pattern.endswith("/**") and any(fnmatch.fnmatchcase(part, pattern[:-3]) for part in parts[:-1]):
+            return True
+    if parts[-1].endswith(NOT_SECRET_SUFFIXES):
         return False
     for pattern in SECRET_NAMES:
-        tail = "/".join(path.split("/")[-(pattern.count("/") + 1):])
+        tail = "/".join(parts[-(pattern.count("/") + 1):])
         if fnmatch.fnmatchcase(tail, pattern):
             return True
     return False
+
+
+def without_backup_suffixes(path: str) -> str:
+    """"key.pem.bak~" -> "key.pem"."""
+    while suffix := next((suffix for suffix in BACKUP_SUFFIXES if path.endswith(suffix)), ""):
+        path = path[: -len(suffix)]
+    return path
 
 
 def skip_dir(path: Path) -> bool:

@@ -138,18 +138,48 @@ def test_a_loop_of_links_blinds_no_tool(ws):
         assert not result.ok and "goes through a loop of symbolic links" in result.output, result.output
 
 
-@pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template"])
+@pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template", "terraform.tfvars.example",
+                                  "credentials.json.sample"])
 def test_env_examples_are_readable(ws, name):
     write(ws, name, b"OPENAI_MODEL=gpt-4o\n")
     assert run(ws, "read_file", path=name).ok
 
 
-def test_writes_inside_git_are_refused(ws):
-    write(ws, ".git/config", b"[core]\n")
-    result = run(ws, "edit_file", path=".git/config", old_str="[core]", new_str="[x]")
-    assert not result.ok and "inside .git/" in result.output
-    assert (ws.root / ".git/config").read_bytes() == b"[core]\n"
-    assert run(ws, "read_file", path=".git/config").ok  # reading is fine
+GIT_CONFIG = (b'[remote "origin"]\n\turl = https://x-access-token:ghp_abc123@github.com/o/r\n'
+              b'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n')
+
+
+@pytest.mark.parametrize("name, args", [
+    ("read_file", {"path": ".git/config"}),
+    ("read_file", {"path": ".GIT/CONFIG"}),
+    ("read_file", {"path": ".git/modules/lib/config"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": ".git"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": ".git/config"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": "vendor"}),
+    ("list_files", {"path": ".git"}),
+    ("edit_file", {"path": ".git/config", "old_str": "ghp", "new_str": "x"}),
+])
+def test_nothing_inside_git_is_read_searched_or_written(ws, name, args):
+    write(ws, ".git/config", GIT_CONFIG)
+    write(ws, ".git/modules/lib/config", GIT_CONFIG)
+    write(ws, "vendor/.git/config", GIT_CONFIG)
+    result = run(ws, name, **args)
+    assert "ghp_abc123" not in result.output and "basic eC1h" not in result.output
+    assert not result.ok or result.output.startswith("No matches"), result.output
+    assert (ws.root / ".git/config").read_bytes() == GIT_CONFIG
+
+
+@pytest.mark.parametrize("name", [".dockercfg", "credentials.json", "service-account-ci.json", "kubeconfig",
+                                  "terraform.tfstate", "terraform.tfstate.backup", "terraform.tfvars",
+                                  ".gnupg/private-keys-v1.d/A1.key", ".gnupg/secring.gpg", ".config/gh/hosts.yml",
+                                  ".azure/azureProfile.json", ".cargo/credentials.toml", ".gem/credentials",
+                                  ".terraform.d/credentials.tfrc.json", ".vault-token", ".s3cfg", ".boto",
+                                  ".ssh/config", ".ssh/deploy_key", "key.pem.bak", "KEY.PEM.BAK"])
+def test_more_secret_files_are_not_read_or_searched(ws, name):
+    write(ws, name, b"token = hunter2\n")
+    assert run(ws, "read_file", path=name).output.startswith(f"{name} may hold secrets")
+    searched = run(ws, "search_files", pattern="hunter2").output
+    assert searched.startswith("No matches") and f"{name} (may hold secrets)" in searched
 
 
 KEY = "sk-proj-abcdef0123456789"
