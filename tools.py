@@ -55,6 +55,7 @@ READ_MAX_LINES = 250
 READ_MAX_BYTES = 25_000  # bytes per read_file call, for files with very long lines (~6k tokens at most)
 READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
+SEARCH_LINE_MAX_CHARS = 200  # a matching line is shown cut to this: a search shows many lines, each one short
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
 LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
@@ -94,7 +95,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         text = text.decode("utf-8", errors="replace")
         notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
                      "will refuse this file")
-    lines = split_lines(text)
+    lines = split_lines(ws.redact(text))  # before any line is cut: a cut through the key would show half of it
     if not lines:
         return f"({path} is empty)"
     if offset < 1 or offset > len(lines):
@@ -103,9 +104,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
     limit = max(1, min(limit, READ_MAX_LINES))
     shown, size = [], 0
     for number in range(offset, min(offset + limit, len(lines) + 1)):
-        line = lines[number - 1]
-        if len(line) > LINE_MAX_CHARS:
-            line = line[:LINE_MAX_CHARS] + f" [line cut: {len(line) - LINE_MAX_CHARS:,} more characters]"
+        line = shortened(lines[number - 1], LINE_MAX_CHARS)
         size += len(line) + 8
         if shown and size > READ_MAX_BYTES:
             break
@@ -209,10 +208,10 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
     try:
         with time_limit(SEARCH_MAX_SECONDS):
             for name, file in files_to_search(ws, full, path, glob, skipped):
-                lines = searchable_lines(file, full, path)
+                lines = searchable_lines(ws, file, full, path)
                 if lines is None:
                     continue
-                matches += [f"{name}:{number}: {line.strip()[:200]}"
+                matches += [f"{name}:{number}: {shortened(line.strip(), SEARCH_LINE_MAX_CHARS)}"
                             for number, line in enumerate(lines, 1) if regex.search(line)]
                 n_files += 1
     except TimeLimitHit:
@@ -252,9 +251,11 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
     return sorted(files, key=lambda file: Path(file[0]).parts)
 
 
-def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:
-    """A text file's lines, or None for a file to pass over quietly (binary, a pipe, a device). When the
-    path named this one file, those are errors instead: the model asked for it."""
+def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[str] | None:
+    """A text file's lines, the API key redacted, or None for a file to pass over quietly (binary, a pipe, a
+    device). When the path named this one file, those are errors instead: the model asked for it.
+    The pattern runs on the redacted lines: on the file's own, "sk-proj-A" matching or not would tell the
+    model the key one character at a time."""
     if not file.is_file():  # opening a FIFO would wait for a writer forever
         if file == full:
             raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be searched.")
@@ -264,7 +265,14 @@ def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:
         if file == full:
             raise ToolError(f"{path} is a binary file ({len(data):,} bytes); search_files searches text files only.")
         return None
-    return split_lines(data.removeprefix(BOM).decode("utf-8", "replace"))
+    return split_lines(ws.redact(data.removeprefix(BOM).decode("utf-8", "replace")))
+
+
+def shortened(line: str, limit: int) -> str:
+    """The line, cut at `limit` characters with a note saying how many more there are."""
+    if len(line) <= limit:
+        return line
+    return line[:limit] + f" [line cut: {len(line) - limit:,} more characters]"
 
 
 class TimeLimitHit(Exception):
@@ -326,7 +334,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
         kill_group(process)
         raise
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
-    text = output.text()
+    text = output.text(ws.redact)
     return f"{status}:\n{text}" if text else f"{status}; no output"
 
 
@@ -346,11 +354,14 @@ class HeadAndTail:
                 self.n_dropped += len(self.tail) - self.half
                 del self.tail[: len(self.tail) - self.half]
 
-    def text(self) -> str:
+    def text(self, redact: Callable[..., str]) -> str:
+        """The output kept, redacted by `redact` (Workspace.redact) before the cut is marked: a key the cut
+        went through is blanked on both sides of it."""
         if not self.n_dropped:
-            return (self.head + self.tail).decode("utf-8", errors="replace")
-        return (f"{self.head.decode('utf-8', errors='replace')}\n[... {self.n_dropped:,} bytes dropped ...]\n"
-                f"{self.tail.decode('utf-8', errors='replace')}")
+            return redact((self.head + self.tail).decode("utf-8", errors="replace"))
+        head = redact(self.head.decode("utf-8", errors="replace"), cut_after=True)
+        tail = redact(self.tail.decode("utf-8", errors="replace"), cut_before=True)
+        return f"{head}\n[... {self.n_dropped:,} bytes dropped ...]\n{tail}"
 
 
 def capped(lines: list[str], limit: int, rest: str) -> str:
@@ -477,6 +488,9 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
         raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
     document = decode_for_edit(read_bytes(ws, full, path), path)
+    if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
+        raise ToolError(f"{path} holds the API key plainagent runs with (shown as [REDACTED]), so edit_file "
+                        "does not change it. Ask the user to make this edit.")
     asked, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, asked)
     data = document.encode(text)

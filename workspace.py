@@ -64,6 +64,7 @@ BACKUP_SUFFIXES = (".bak", ".backup", ".old", ".orig", ".save", ".swp", "~")
 NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
 
 REDACT_MIN_CHARS = 16  # shorter keys ("ollama", "EMPTY", "x") are placeholders, and text too common to blank
+PIECE_MIN_CHARS = 4  # a piece of the key left at a cut is blanked from this long ("sk-p" on is worth hiding)
 GIT_TIMEOUT = 10  # seconds for `git ls-files`; past it the walk falls back to reading .gitignore itself
 
 
@@ -263,9 +264,20 @@ class Workspace:
 
     # --- the API key ---
 
-    def redact(self, text: str) -> str:
-        """The text with the API key blanked out, so no tool result ever shows it to the model."""
-        return text.replace(self.secret, "[REDACTED]") if self.hides_secret() else text
+    def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+        """The text with the API key blanked out, so no tool result ever shows it to the model. Redact before
+        cutting anything out: a cut through the key would leave its first half to show. Where a text was
+        already cut (a command's output, kept in a head and a tail), `cut_before` and `cut_after` say it
+        starts or ends at a cut, and a piece of the key there is blanked too."""
+        if not self.hides_secret():
+            return text
+        text = text.replace(self.secret, "[REDACTED]")
+        for size in range(len(self.secret) - 1, PIECE_MIN_CHARS - 1, -1):  # the longest piece first
+            if cut_after and text.endswith(self.secret[:size]):
+                text, cut_after = text[:-size] + "[REDACTED]", False
+            if cut_before and text.startswith(self.secret[-size:]):
+                text, cut_before = "[REDACTED]" + text[size:], False
+        return text
 
     def leaks(self, text: str) -> bool:
         """Whether `text` holds the API key (a command's environment variable, for instance)."""

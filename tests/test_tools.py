@@ -193,6 +193,61 @@ def test_the_api_key_is_redacted_from_every_result(ws):
     assert KEY not in run(ws, "run_command", command="cat notes.txt").output
 
 
+LONG_KEY = "sk-proj-" + "A1b2C3d4" * 6  # 56 characters, as real keys are
+
+
+def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
+    """A cut at 2,000 characters through the key used to show its first 32 characters."""
+    ws.secret = LONG_KEY
+    write(ws, "a.txt", ("x" * 1968 + LONG_KEY + "y" * 100 + "\n").encode())
+    assert run(ws, "read_file", path="a.txt").output == (
+        "     1\t" + "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
+        "(lines 1-1 of 1; end of file)")
+
+
+def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
+    ws.secret = LONG_KEY
+    write(ws, "a.txt", ("x" * 195 + LONG_KEY + "\n" + "z" * 250 + "\n").encode())
+    assert run(ws, "search_files", pattern="x|z").output == (
+        "a.txt:1: " + "x" * 195 + "[REDA [line cut: 5 more characters]\n"
+        "a.txt:2: " + "z" * 200 + " [line cut: 50 more characters]")
+
+
+def test_search_files_is_no_oracle_for_the_key(ws):
+    """On the file's own text, a pattern matching or not would tell the key one character at a time."""
+    ws.secret = LONG_KEY
+    write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\n'.encode())
+    assert run(ws, "search_files", pattern='API_KEY = "sk-proj-A').output == (
+        "No matches for 'API_KEY = \"sk-proj-A' in . (1 files searched).")
+    assert run(ws, "search_files", pattern='API_KEY = "sk-proj-B').output == (
+        "No matches for 'API_KEY = \"sk-proj-B' in . (1 files searched).")
+    assert run(ws, "search_files", pattern=r"API_KEY = \S+").output == 'config.py:1: API_KEY = "[REDACTED]"'
+
+
+def test_edit_file_leaves_a_file_holding_the_key_alone(ws):
+    """A match or a miss of old_str would be the same oracle as search_files'."""
+    ws.secret = LONG_KEY
+    full = write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\nDEBUG = 1\n'.encode())
+    for old in ['API_KEY = "sk-proj-A', "DEBUG = 1"]:
+        result = run(ws, "edit_file", path="config.py", old_str=old, new_str="X")
+        assert not result.ok and result.output == (
+            "config.py holds the API key plainagent runs with (shown as [REDACTED]), so edit_file does not change "
+            "it. Ask the user to make this edit. No changes were made.")
+    assert full.read_bytes() == f'API_KEY = "{LONG_KEY}"\nDEBUG = 1\n'.encode()
+
+
+@pytest.mark.parametrize("before, after", [(9990, 20_000), (30_000, 9990)])
+def test_a_key_cut_in_a_commands_output_is_blanked_on_both_sides_of_the_cut(ws, before, after):
+    """The output keeps its first and last 10,000 bytes: a cut through the key must not show a piece of it."""
+    ws.secret = LONG_KEY
+    write(ws, "out.txt", ("a" * before + LONG_KEY + "b" * after).encode())
+    output = run(ws, "run_command", command="cat out.txt").output
+    assert "A1b2" not in output and "sk-p" not in output
+    head, tail = output.removeprefix("exit code 0:\n").split("\n[... ")
+    assert head == "a" * min(before, 10_000) + ("[REDACTED]" if before < 10_000 else "")
+    assert tail.split(" ...]\n")[1] == ("[REDACTED]" if after < 10_000 else "") + "b" * min(after, 10_000)
+
+
 def test_commands_do_not_get_the_api_key(ws, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("COPIED_KEY", KEY)

@@ -241,6 +241,19 @@ def test_only_a_key_long_enough_to_be_a_secret_is_redacted(ws, key, text, redact
     assert ws.leaks(text) is (redacted != text)
 
 
+@pytest.mark.parametrize("text, cut_before, cut_after, redacted", [
+    ("log: sk-proj-0123", False, True, "log: [REDACTED]"),  # the head of a cut output ends in the key's start
+    ("0123456789abcdefABCDEF done", True, False, "[REDACTED] done"),  # the tail starts with its end
+    ("log: sk-p", False, True, "log: [REDACTED]"),
+    ("log: sk-", False, True, "log: sk-"),  # shorter than PIECE_MIN_CHARS: left as it is
+    ("log: sk-proj-0123", False, False, "log: sk-proj-0123"),  # not at a cut: text like any other
+    ("sk-proj-0123456789abcdefABCDEF and sk-proj", True, True, "[REDACTED] and [REDACTED]"),
+])
+def test_a_piece_of_the_key_at_a_cut_is_redacted(ws, text, cut_before, cut_after, redacted):
+    ws.secret = "sk-proj-0123456789abcdefABCDEF"
+    assert ws.redact(text, cut_before=cut_before, cut_after=cut_after) == redacted
+
+
 # --- writes and /undo ---
 
 
