@@ -498,21 +498,34 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
-    ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
+    ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, stat.S_IMODE(full.stat().st_mode), before=document.raw)
-    return f"Edited {path} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
+    return (f"Edited {named(ws, path, full)} ({rule}). "
+            f"{describe_change(document.text, asked, text, first, last)}{warning}")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
     if full.exists():
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
-    ws.approve("edit", f"create {path}", content)
+    ws.approve("edit", f"create {named(ws, path, full)}", content)
     umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
     os.umask(umask)
     data = content.encode("utf-8")
     ws.write(full, data, 0o666 & ~umask, before=None)
-    return f"Created {path} ({len(split_lines(content))} lines, {len(data):,} bytes)."
+    return f"Created {named(ws, path, full)} ({len(split_lines(content))} lines, {len(data):,} bytes)."
+
+
+def named(ws: Workspace, path: str, full: Path) -> str:
+    """The path as the model gave it, and the file that really changes when a link leads elsewhere:
+    "docs/notes.md (a link to Makefile)". The user approves the file, not the link's name."""
+    real = ws.relative(full)
+    given = Path(os.path.normpath(ws.root / path))
+    if given == full:
+        return path
+    if given.is_symlink():
+        return f"{path} (a link to {real})"
+    return f"{path} (through a linked folder: {real})"
 
 
 def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:

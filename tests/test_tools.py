@@ -587,6 +587,38 @@ def test_new_files_and_commands_are_previewed(ws):
     assert asked == [("edit", "create new.txt", "content\n"), ("command", "run this command", "$ echo hi")]
 
 
+def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
+    makefile = write(ws, "Makefile", b"all:\n\techo hi\n")
+    (ws.root / "docs").mkdir()
+    os.symlink("../Makefile", ws.root / "docs/notes.md")
+    os.symlink("../run_me.sh", ws.root / "docs/new.md")
+    os.symlink("docs", ws.root / "papers")
+    write(ws, "docs/real.md", b"one\n")
+    results = [edit(ws, "docs/notes.md", "echo hi", "rm -rf ~").output, edit(ws, "docs/new.md", "", "echo\n").output,
+               edit(ws, "papers/real.md", "one", "two").output]
+    assert asked == [
+        ("edit", "edit docs/notes.md (a link to Makefile)",
+         "--- a/Makefile\n+++ b/Makefile\n@@ -1,2 +1,2 @@\n all:\n-\techo hi\n+\trm -rf ~\n"),
+        ("edit", "create docs/new.md (a link to run_me.sh)", "echo\n"),
+        ("edit", "edit papers/real.md (through a linked folder: docs/real.md)",
+         "--- a/docs/real.md\n+++ b/docs/real.md\n@@ -1 +1 @@\n-one\n+two\n")]
+    assert [result.split(" (exact")[0].split(" (1 lines")[0] for result in results] == [
+        "Edited docs/notes.md (a link to Makefile)", "Created docs/new.md (a link to run_me.sh)",
+        "Edited papers/real.md (through a linked folder: docs/real.md)"]
+    assert makefile.read_bytes() == b"all:\n\trm -rf ~\n" and (ws.root / "run_me.sh").read_bytes() == b"echo\n"
+
+
+def test_an_edit_by_another_spelling_of_the_path_names_it_as_given(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append(title)
+    write(ws, "a.txt", b"one\n")
+    assert edit(ws, "./a.txt", "one", "two").output.startswith("Edited ./a.txt (exact match).")
+    assert edit(ws, str(ws.root / "a.txt"), "two", "three").ok
+    assert asked == ["edit ./a.txt", f"edit {ws.root / 'a.txt'}"]
+
+
 def test_a_declined_command_does_not_run(ws):
     ws.confirm = lambda *_: "The user said no."
     result = run(ws, "run_command", command="touch made.txt")
