@@ -154,11 +154,12 @@ def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
             break
     else:
         return shown + level, ""
-    if depth == 1:  # the folder itself holds too many: show its first entries and count the rest of them
-        n_more = 1 + sum(1 for _ in itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1,
-                                                        entries))
-        return level[:LIST_MAX_ENTRIES], (f"... and {n_more:,} more entries here, not shown (find one with "
-                                          "search_files' glob, or list a subdirectory)")
+    if depth == 1:  # the folder itself holds too many: show its folders, then as many files as fit
+        level += itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1, entries)
+        # Folders first: 3,000 data files must not hide src/ and tests/, the tree's structure.
+        kept = sorted(level, key=lambda entry: not entry.is_dir)[:LIST_MAX_ENTRIES]
+        return kept, (f"... and {len(level) - len(kept):,} more entries here, not shown (find one with "
+                      "search_files' glob, or list a subdirectory)")
     levels = "level" if depth == 2 else f"{depth - 1} levels"
     return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
                    "directory to see inside it)")

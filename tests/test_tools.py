@@ -385,6 +385,19 @@ def test_list_files_caps_with_a_count(ws):
     assert lines[-1] == "... and 25 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"
 
 
+def test_list_files_shows_every_folder_of_a_level_before_its_files(ws, monkeypatch):
+    """3,000 data files at the top sorted before src/ and tests/ used to hide them."""
+    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 5)
+    for n in range(12):
+        write(ws, f"data_{n:02}.csv", b"")
+    write(ws, "src/app.py", b"")
+    write(ws, "tests/test_app.py", b"")
+    write(ws, "zREADME.md", b"")
+    assert run(ws, "list_files").output == "\n".join([
+        "data_00.csv", "data_01.csv", "data_02.csv", "src/", "tests/",
+        "... and 10 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"])
+
+
 def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws, monkeypatch):
     monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 8)
     for n in range(20):
