@@ -44,7 +44,7 @@ from edits import (
     split_lines,
     unified_diff,
 )
-from workspace import Entry, ToolError, Workspace
+from workspace import Entry, IgnoreRules, ToolError, Workspace
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -132,10 +132,26 @@ def list_files(ws: Workspace, path: str = ".") -> str:
         raise ToolError(f"{path} is a file, not a directory; use read_file to read it.")
     shown, cut = overview(ws, full)
     if not shown:
-        return f"({path} is empty)"
+        return nothing_shown(ws, full, path)
     lines = [ws.relative(entry.path) + ("/" if entry.is_dir else "") + (f"  ({entry.note})" if entry.note else "")
              for entry in sorted(shown, key=lambda entry: entry.path.parts)]  # each directory, then what is in it
     return "\n".join(lines + ([cut] if cut else []))
+
+
+def nothing_shown(ws: Workspace, full: Path, path: str) -> str:
+    """Why a listing is empty: the folder is, or everything in it is left out (never "empty" then)."""
+    with os.scandir(full) as scan:
+        n_entries = sum(1 for _ in scan)
+    if not n_entries:
+        return f"({path} is empty)"
+    entries = "1 entry, but it is" if n_entries == 1 else f"{n_entries:,} entries, but all are"
+    why = [f"({path} holds {entries} left out: dependency and cache folders, and what "
+           ".gitignore names."]
+    if IgnoreRules(ws.root).negations_skipped:
+        why.append("This folder is not in a git repository, so the lines of .gitignore that start with ! are "
+                   "not read, and its other lines hide everything.")
+    why.append("Use run_command with ls -a to see them.)")
+    return " ".join(why)
 
 
 def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:

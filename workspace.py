@@ -354,6 +354,9 @@ class IgnoreRules:
     def __init__(self, root: Path):
         self.git_ignores = paths_git_ignores(root)
         self.patterns = gitignore_patterns(root) if self.git_ignores is None else []
+        # An allow-list (`/*` then `!/src/`) read without its negations hides everything: say so when it does.
+        self.negations_skipped = self.git_ignores is None and any(
+            line.startswith("!") for line in gitignore_lines(root))
 
     def ignores(self, relative: str, name: str, *, is_dir: bool) -> bool:
         if self.git_ignores is None:
@@ -382,11 +385,14 @@ def paths_git_ignores(root: Path) -> set[str] | None:
 
 def gitignore_patterns(root: Path) -> list[str]:
     """The top-level .gitignore's patterns (negations `!` are not supported and are skipped)."""
+    return [line.strip() for line in gitignore_lines(root) if line.strip() and not line.startswith(("#", "!"))]
+
+
+def gitignore_lines(root: Path) -> list[str]:
     try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+        return (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "!"))]
 
 
 def is_ignored(relative: str, name: str, patterns: list[str], *, is_dir: bool) -> bool:

@@ -422,6 +422,21 @@ def test_list_files_in_git_shows_what_an_allow_list_gitignore_allows(ws):
     assert run(ws, "list_files").output == "src/\nsrc/app.py"
 
 
+def test_list_files_outside_git_says_an_allow_list_gitignore_hides_everything(ws, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(ws.root.parent))  # no repository around tmp_path
+    write(ws, ".gitignore", b"/*\n!/src/\n")
+    write(ws, "src/app.py", b"")
+    write(ws, "notes.txt", b"")
+    assert run(ws, "list_files").output == (
+        "(. holds 3 entries, but all are left out: dependency and cache folders, and what .gitignore names. This "
+        "folder is not in a git repository, so the lines of .gitignore that start with ! are not read, and its "
+        "other lines hide everything. Use run_command with ls -a to see them.)")
+    (ws.root / ".gitignore").write_bytes(b"*\n")
+    assert run(ws, "list_files").output == (
+        "(. holds 3 entries, but all are left out: dependency and cache folders, and what .gitignore names. "
+        "Use run_command with ls -a to see them.)")
+
+
 def test_list_files_errors(ws):
     write(ws, "a.txt", b"")
     assert "is a file, not a directory; use read_file" in run(ws, "list_files", path="a.txt").output
