@@ -9,6 +9,7 @@ journal, the sandbox) are tested in test_tools.py."""
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -186,6 +187,32 @@ def test_replace_once_counts_overlapping_matches_as_separate_places():
 def test_replace_once_says_when_new_str_fills_no_line():
     assert replace_once("a\nb\nc\n", "b\n", "", "f") == ("a\nc\n", "exact match", 2, 1)
     assert replace_once("a\n  b  \nc\n", "b\n", "", "f") == ("a\nc\n", "with the indentation shifted", 2, 1)
+
+
+@pytest.mark.parametrize("old, message", [
+    ("a\n" * 4000 + "b", "old_str was not found in f.txt."),  # no window can match: one string search says so
+    ("  a\n" * 4000, "old_str was not found exactly in f.txt, and once whitespace is ignored it matches too many "
+                     "places to compare."),
+    ("a\n" * 4000, "old_str matches at least 2,500 overlapping places in f.txt (lines 1, 2, 3,"),
+], ids=["no window matches", "too many windows for the rules", "too many exact matches to count"])
+def test_an_edit_of_a_big_repetitive_file_answers_within_a_second(tmp_path, old, message):
+    """Every window compared line by line by every whitespace rule took minutes (80,000 lines: over 300 s)."""
+    (tmp_path / "f.txt").write_bytes(b"a\n" * 80_000)
+    started = time.monotonic()
+    output = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.txt", "old_str": old, "new_str": "x"}).output
+    assert time.monotonic() - started < 1.5
+    assert output.startswith(message), output[:300]
+    assert (tmp_path / "f.txt").read_bytes() == b"a\n" * 80_000
+
+
+def test_the_whitespace_rules_still_find_one_place_in_a_big_file(tmp_path):
+    (tmp_path / "f.py").write_bytes(b"".join(b"    x%d = %d\n" % (n, n) for n in range(50_000)))
+    old = "".join(f"x{n} = {n}\n" for n in range(20_000, 20_003))
+    new = "".join(f"x{n} = 0\n" for n in range(20_000, 20_003))
+    output = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.py", "old_str": old, "new_str": new}).output
+    assert output.startswith("Edited f.py (with the indentation shifted). Lines 20001-20003 now read:")
+    assert (tmp_path / "f.py").read_bytes().split(b"\n")[19_999:20_004] == [
+        b"    x19999 = 19999", b"    x20000 = 0", b"    x20001 = 0", b"    x20002 = 0", b"    x20003 = 20003"]
 
 
 # --- what the model reads after an edit, and what the user approves ---
