@@ -77,16 +77,29 @@ def decode_for_edit(raw: bytes, path: str) -> Document:
 
 
 def reapply_endings(before: str, endings: list[str], after: str) -> str:
-    """`after` with a mixed file's line endings: lines the edit left alone keep their own ending, and the
-    lines it wrote take the ending of the first line they replaced."""
+    """`after` with a mixed file's line endings. An edit rewrites one stretch of lines: the lines around it
+    keep their own endings, and so does the end of the replaced text (the ending after it is not part of
+    it). Within the stretch, a line takes the ending of the line it replaces, in order; lines added take the
+    ending of the last line they replace, or, when they replace none, of the line they follow."""
     old_lines, new_lines = before.split("\n"), after.split("\n")
-    chosen: list[str] = []  # an ending for each line of `after`
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes():
-        if tag == "equal":
-            chosen += [endings[min(i, len(endings) - 1)] for i in range(i1, i2)]
-        else:
-            chosen += [endings[min(i1, len(endings) - 1)]] * (j2 - j1)
-    return "".join(line + ending for line, ending in zip(new_lines, chosen[: len(new_lines) - 1] + [""]))
+    old_endings = endings + [""]  # the last line ends the file: nothing follows it
+    shorter = min(len(old_lines), len(new_lines))
+    start = 0  # lines equal at the start, the last line excepted (its ending is only "the end of the file")
+    while start < shorter - 1 and old_lines[start] == new_lines[start]:
+        start += 1
+    end = 0  # lines equal at the end, not overlapping those at the start
+    while end < shorter - start and old_lines[-1 - end] == new_lines[-1 - end]:
+        end += 1
+    replaced = old_endings[start:len(old_lines) - end]
+    n_written = len(new_lines) - start - end
+    follows = old_endings[start - 1] if start else endings[0]  # the ending of the line before the stretch
+    written = []
+    for index in range(n_written):
+        last = index == n_written - 1
+        ending = (replaced[-1] if last else replaced[min(index, len(replaced) - 1)]) if replaced else follows
+        written.append(follows if ending == "" and not last else ending)  # a line no longer last needs an ending
+    chosen = old_endings[:start] + written + old_endings[len(old_lines) - end:]
+    return "".join(line + ending for line, ending in zip(new_lines, chosen))
 
 
 def keep_final_newline(before: str, after: str) -> str:
