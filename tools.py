@@ -192,11 +192,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
         old_str: the exact text to replace, or "" to create a new file.
         new_str: the text to put in its place (the whole content, for a new file).
     """
-    # Models sometimes send CRLF; the file decides the line endings, so work in LF and convert back.
-    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
-    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     try:
-        return change_file(ws, path, old, new)
+        return change_file(ws, path, old_str, new_str)
     except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
         raise ToolError(f"{refusal} No changes were made.") from None
 
@@ -490,15 +487,22 @@ def suggest_paths(ws: Workspace, path: str) -> str:
 # --- edit_file's steps (the text work itself is in edits.py) ---
 
 
-def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
+def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     full = ws.resolve(path)
     if full.is_dir():
         raise ToolError(f"{path} is a directory; give the path of a file.")
-    if old == "":
-        return create_file(ws, full, path, new)
+    if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
+        return create_file(ws, full, path, new_str)
     if not full.exists():
         raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
                         f"content as new_str. {suggest_paths(ws, path)}")
+    mode = stat.S_IMODE(full.stat().st_mode)
+    if not mode & 0o222:  # the mode bits, not os.access: root may write anything, but the owner said no
+        raise ToolError(f"{path} is read-only (mode {mode:o}); edit_file does not change it. If it should "
+                        "change, ask the user.")
+    # Models sometimes send CRLF; an existing file decides the line endings, so work in LF and convert back.
+    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
+    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     if old == new:
         raise ToolError("old_str and new_str are identical, so there is nothing to change.")
     if full.stat().st_size > EDIT_MAX_BYTES:
@@ -516,7 +520,7 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
     ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
-    ws.write(full, data, stat.S_IMODE(full.stat().st_mode), before=document.raw)
+    ws.write(full, data, mode, before=document.raw)
     return (f"Edited {named(ws, path, full)} ({rule}). "
             f"{describe_change(document.text, asked, text, first, last)}{warning}")
 

@@ -474,6 +474,24 @@ def test_create_a_new_file_with_parents(ws):
     assert stat.S_IMODE((ws.root / "src/pkg/new.py").stat().st_mode) == 0o666 & ~_umask()
 
 
+@pytest.mark.parametrize("content", ["a\r\nb\r\n", "progress\r50%\r100%\n", "lf\ncrlf\r\ncr\rend", "\r"])
+def test_a_new_file_holds_exactly_the_bytes_asked_for(ws, content):
+    """Only edits of existing files adopt the file's line endings; a lone CR may be meant (a progress bar)."""
+    assert edit(ws, "new.txt", "", content).ok
+    assert (ws.root / "new.txt").read_bytes() == content.encode()
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
+def test_a_read_only_file_is_not_edited(ws, mode):
+    """The atomic rename ignored the mode; tests may run as root, who may write anything: the mode decides."""
+    full = write(ws, "locked.txt", b"keep\n")
+    full.chmod(mode)
+    output = refused(ws, "locked.txt", "keep", "lost")
+    assert output == (f"locked.txt is read-only (mode {mode:o}); edit_file does not change it. If it should "
+                      "change, ask the user. No changes were made.")
+    assert stat.S_IMODE(full.stat().st_mode) == mode and ws.journal == []
+
+
 def _umask():
     mask = os.umask(0)
     os.umask(mask)
