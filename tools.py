@@ -253,7 +253,7 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
     files = []
     for entry in ws.walk(full):
         name = ws.relative(entry.path)
-        if entry.is_dir or (glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
+        if entry.is_dir or (glob and not (glob_matches(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
             continue
         if entry.note:
             skipped.append(f"{name} ({entry.note})")
@@ -263,6 +263,19 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
         else:  # a link that passed the gate is read where it leads, and shown under its own name
             files.append((name, entry.path.resolve() if entry.path.is_symlink() else entry.path))
     return sorted(files, key=lambda file: Path(file[0]).parts)
+
+
+def glob_matches(name: str, glob: str) -> bool:
+    """fnmatch, where each "**/" also matches no folder at all, as in git and ripgrep: "**/*.py" matches
+    "a.py" at the root (fnmatch alone wants a "/" there), "src/**/test_*.py" matches "src/test_a.py"."""
+    pieces = glob.split("**/")
+    if len(pieces) > 8:  # each "**/" is kept or dropped: past 2^7 patterns, plain fnmatch
+        return fnmatch.fnmatch(name, glob)
+    for separators in itertools.product(["**/", ""], repeat=len(pieces) - 1):
+        pattern = pieces[0] + "".join(separator + piece for separator, piece in zip(separators, pieces[1:]))
+        if fnmatch.fnmatch(name, pattern):
+            return True
+    return False
 
 
 def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[str] | None:

@@ -684,6 +684,21 @@ def test_search_files(ws):
     assert run(ws, "search_files", pattern="pass", path="src/a.py").output == "src/a.py:2: pass"
 
 
+@pytest.mark.parametrize("glob, found", [
+    ("**/*.py", ["a.py", "src/b.py", "src/deep/c.py"]),
+    ("src/**/*.py", ["src/b.py", "src/deep/c.py"]),
+    ("**/deep/*.py", ["src/deep/c.py"]),
+    ("*.py", ["a.py", "src/b.py", "src/deep/c.py"]),  # a glob without "/" matches the name, in any folder
+    ("**/*.md", []),
+])
+def test_search_files_glob_double_star_matches_zero_or_more_folders(ws, glob, found):
+    for path in ["a.py", "src/b.py", "src/deep/c.py", "notes.txt"]:
+        write(ws, path, b"hit\n")
+    output = run(ws, "search_files", pattern="hit", glob=glob).output
+    assert output == ("\n".join(f"{path}:1: hit" for path in found) if found
+                      else "No matches for 'hit' in . (0 files searched).")
+
+
 def test_search_files_caps_and_counts_the_rest(ws):
     write(ws, "a.txt", b"hit\n" * 130)
     lines = run(ws, "search_files", pattern="hit").output.splitlines()
