@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import itertools
 import os
 import re
 import sys
@@ -28,6 +29,8 @@ from pathlib import Path
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
 BOM = b"\xef\xbb\xbf"
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+LINE_RULES_MAX_WORK = 1_000_000  # lines the whitespace rules may compare per edit (well under a second)
+EXACT_MAX_WORK = 20_000_000  # characters compared finding exact matches of old_str, past the first 21
 
 
 def split_lines(text: str) -> list[str]:
@@ -74,16 +77,29 @@ def decode_for_edit(raw: bytes, path: str) -> Document:
 
 
 def reapply_endings(before: str, endings: list[str], after: str) -> str:
-    """`after` with a mixed file's line endings: lines the edit left alone keep their own ending, and the
-    lines it wrote take the ending of the first line they replaced."""
+    """`after` with a mixed file's line endings. An edit rewrites one stretch of lines: the lines around it
+    keep their own endings, and so does the end of the replaced text (the ending after it is not part of
+    it). Within the stretch, a line takes the ending of the line it replaces, in order; lines added take the
+    ending of the last line they replace, or, when they replace none, of the line they follow."""
     old_lines, new_lines = before.split("\n"), after.split("\n")
-    chosen: list[str] = []  # an ending for each line of `after`
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines).get_opcodes():
-        if tag == "equal":
-            chosen += [endings[min(i, len(endings) - 1)] for i in range(i1, i2)]
-        else:
-            chosen += [endings[min(i1, len(endings) - 1)]] * (j2 - j1)
-    return "".join(line + ending for line, ending in zip(new_lines, chosen[: len(new_lines) - 1] + [""]))
+    old_endings = endings + [""]  # the last line ends the file: nothing follows it
+    shorter = min(len(old_lines), len(new_lines))
+    start = 0  # lines equal at the start, the last line excepted (its ending is only "the end of the file")
+    while start < shorter - 1 and old_lines[start] == new_lines[start]:
+        start += 1
+    end = 0  # lines equal at the end, not overlapping those at the start
+    while end < shorter - start and old_lines[-1 - end] == new_lines[-1 - end]:
+        end += 1
+    replaced = old_endings[start:len(old_lines) - end]
+    n_written = len(new_lines) - start - end
+    follows = old_endings[start - 1] if start else endings[0]  # the ending of the line before the stretch
+    written = []
+    for index in range(n_written):
+        last = index == n_written - 1
+        ending = (replaced[-1] if last else replaced[min(index, len(replaced) - 1)]) if replaced else follows
+        written.append(follows if ending == "" and not last else ending)  # a line no longer last needs an ending
+    chosen = old_endings[:start] + written + old_endings[len(old_lines) - end:]
+    return "".join(line + ending for line, ending in zip(new_lines, chosen))
 
 
 def keep_final_newline(before: str, after: str) -> str:
@@ -124,7 +140,10 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
     Rules, in order, each needing a unique match: exact; ignoring trailing whitespace; a uniform
     indentation offset; tabs versus spaces. Similarity never applies an edit, it only builds the hint.
     """
-    starts = list(find_all(text, old))  # overlapping ones too: "}\n}" in "}\n}\n}" is two places
+    # Overlapping ones too: "}\n}" in "}\n}\n}" is two places. Each costs up to len(old) to find: past a bound,
+    # "at least" that many is answer enough, and a file of 400,000 equal lines takes no minute to refuse.
+    most = max(21, EXACT_MAX_WORK // len(old))
+    starts = list(itertools.islice(find_all(text, old), most))
     if len(starts) == 1:
         start = starts[0]
         first = text.count("\n", 0, start) + 1
@@ -134,15 +153,20 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
         return text[:start] + new + text[start + len(old):], "exact match", first, last
     if starts:
         lines = [text.count("\n", 0, start) + 1 for start in starts[:20]]
-        raise ambiguous(path, len(starts), lines, overlaps(starts, len(old)), "")
+        count = f"at least {len(starts):,}" if len(starts) == most else f"{len(starts)}"
+        raise ambiguous(path, count, lines, overlaps(starts, len(old)), "")
     lines = text.split("\n")
     old_lines = old.removesuffix("\n").split("\n")
     new_body = new.removesuffix("\n") if old.endswith("\n") or new.endswith("\n") else new
     new_lines = new_body.split("\n") if new_body else []
     if any(line.strip() for line in old_lines):
+        candidates = whitespace_candidates(lines, old_lines)
+        if candidates is None:
+            raise EditRefused(f"old_str was not found exactly in {path}, and once whitespace is ignored it matches "
+                              "too many places to compare. Copy old_str exactly from read_file output (without the "
+                              "line numbers), with enough lines around the change to match one place.")
         for rule_name, rule in LINE_RULES:
-            found = [(i, adapt) for i in range(len(lines) - len(old_lines) + 1)
-                     if (adapt := rule(lines[i:i + len(old_lines)], old_lines))]
+            found = [(i, adapt) for i in candidates if (adapt := rule(lines[i:i + len(old_lines)], old_lines))]
             if len(found) > 1:
                 starts = [i for i, _ in found]
                 raise ambiguous(path, len(starts), [i + 1 for i in starts[:20]],
@@ -153,6 +177,28 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
                 text = "\n".join(lines[:i] + replacement + lines[i + len(old_lines):])
                 return text, rule_name, i + 1, i + len(replacement)
     raise EditRefused(not_found_message(text, old, new, path))
+
+
+def whitespace_candidates(lines: list[str], old_lines: list[str]) -> list[int] | None:
+    """Where the whitespace rules may match: the first lines of the windows whose lines equal old_str's once
+    stripped (every rule keeps each line's text), found by one string search instead of comparing every
+    window line by line, which took minutes on a big file. None when the rules would compare more than
+    LINE_RULES_MAX_WORK lines: an edit is refused, never slow."""
+    stripped = [line.strip() for line in lines]
+    line_at = {}  # offset of the "\n" before a line in `haystack` -> that line's index
+    offset = 0
+    for index, line in enumerate(stripped):
+        line_at[offset] = index
+        offset += len(line) + 1
+    haystack = "\n" + "\n".join(stripped) + "\n"
+    needle = "\n" + "\n".join(line.strip() for line in old_lines) + "\n"
+    max_candidates = LINE_RULES_MAX_WORK // (len(old_lines) * len(LINE_RULES))
+    candidates = []
+    for start in find_all(haystack, needle):
+        if len(candidates) == max_candidates:
+            return None
+        candidates.append(line_at[start])
+    return candidates
 
 
 def find_all(text: str, part: str) -> Iterator[int]:
@@ -168,7 +214,7 @@ def overlaps(starts: list[int], length: int) -> bool:
     return any(later < earlier + length for earlier, later in zip(starts, starts[1:]))
 
 
-def ambiguous(path: str, count: int, line_numbers: list[int], overlapping: bool, how: str) -> EditRefused:
+def ambiguous(path: str, count: int | str, line_numbers: list[int], overlapping: bool, how: str) -> EditRefused:
     lines = sorted(set(line_numbers))  # two overlapping matches may start on the same line
     where = ("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines))
     kind = "overlapping places" if overlapping else "places"

@@ -45,7 +45,7 @@ from edits import (
     unified_diff,
 )
 from guard import denied_by, refusal
-from workspace import Entry, ToolError, Workspace
+from workspace import Entry, IgnoreRules, ToolError, Workspace
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -56,6 +56,7 @@ READ_MAX_LINES = 250
 READ_MAX_BYTES = 25_000  # bytes per read_file call, for files with very long lines (~6k tokens at most)
 READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
+SEARCH_LINE_MAX_CHARS = 200  # a matching line is shown cut to this: a search shows many lines, each one short
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
 LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
@@ -95,7 +96,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         text = text.decode("utf-8", errors="replace")
         notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
                      "will refuse this file")
-    lines = split_lines(text)
+    lines = split_lines(ws.redact(text))  # before any line is cut: a cut through the key would show half of it
     if not lines:
         return f"({path} is empty)"
     if offset < 1 or offset > len(lines):
@@ -104,9 +105,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
     limit = max(1, min(limit, READ_MAX_LINES))
     shown, size = [], 0
     for number in range(offset, min(offset + limit, len(lines) + 1)):
-        line = lines[number - 1]
-        if len(line) > LINE_MAX_CHARS:
-            line = line[:LINE_MAX_CHARS] + f" [line cut: {len(line) - LINE_MAX_CHARS:,} more characters]"
+        line = shortened(lines[number - 1], LINE_MAX_CHARS)
         size += len(line) + 8
         if shown and size > READ_MAX_BYTES:
             break
@@ -134,10 +133,26 @@ def list_files(ws: Workspace, path: str = ".") -> str:
         raise ToolError(f"{path} is a file, not a directory; use read_file to read it.")
     shown, cut = overview(ws, full)
     if not shown:
-        return f"({path} is empty)"
+        return nothing_shown(ws, full, path)
     lines = [ws.relative(entry.path) + ("/" if entry.is_dir else "") + (f"  ({entry.note})" if entry.note else "")
              for entry in sorted(shown, key=lambda entry: entry.path.parts)]  # each directory, then what is in it
     return "\n".join(lines + ([cut] if cut else []))
+
+
+def nothing_shown(ws: Workspace, full: Path, path: str) -> str:
+    """Why a listing is empty: the folder is, or everything in it is left out (never "empty" then)."""
+    with os.scandir(full) as scan:
+        n_entries = sum(1 for _ in scan)
+    if not n_entries:
+        return f"({path} is empty)"
+    entries = "1 entry, but it is" if n_entries == 1 else f"{n_entries:,} entries, but all are"
+    why = [f"({path} holds {entries} left out: dependency and cache folders, and what "
+           ".gitignore names."]
+    if IgnoreRules(ws.root).negations_skipped:
+        why.append("This folder is not in a git repository, so the lines of .gitignore that start with ! are "
+                   "not read, and its other lines hide everything.")
+    why.append("Use run_command with ls -a to see them.)")
+    return " ".join(why)
 
 
 def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
@@ -156,11 +171,12 @@ def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
             break
     else:
         return shown + level, ""
-    if depth == 1:  # the folder itself holds too many: show its first entries and count the rest of them
-        n_more = 1 + sum(1 for _ in itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1,
-                                                        entries))
-        return level[:LIST_MAX_ENTRIES], (f"... and {n_more:,} more entries here, not shown (find one with "
-                                          "search_files' glob, or list a subdirectory)")
+    if depth == 1:  # the folder itself holds too many: show its folders, then as many files as fit
+        level += itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1, entries)
+        # Folders first: 3,000 data files must not hide src/ and tests/, the tree's structure.
+        kept = sorted(level, key=lambda entry: not entry.is_dir)[:LIST_MAX_ENTRIES]
+        return kept, (f"... and {len(level) - len(kept):,} more entries here, not shown (find one with "
+                      "search_files' glob, or list a subdirectory)")
     levels = "level" if depth == 2 else f"{depth - 1} levels"
     return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
                    "directory to see inside it)")
@@ -177,11 +193,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
         old_str: the exact text to replace, or "" to create a new file.
         new_str: the text to put in its place (the whole content, for a new file).
     """
-    # Models sometimes send CRLF; the file decides the line endings, so work in LF and convert back.
-    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
-    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     try:
-        return change_file(ws, path, old, new)
+        return change_file(ws, path, old_str, new_str)
     except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
         raise ToolError(f"{refusal} No changes were made.") from None
 
@@ -210,10 +223,10 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
     try:
         with time_limit(SEARCH_MAX_SECONDS):
             for name, file in files_to_search(ws, full, path, glob, skipped):
-                lines = searchable_lines(file, full, path)
+                lines = searchable_lines(ws, file, full, path)
                 if lines is None:
                     continue
-                matches += [f"{name}:{number}: {line.strip()[:200]}"
+                matches += [f"{name}:{number}: {shortened(line.strip(), SEARCH_LINE_MAX_CHARS)}"
                             for number, line in enumerate(lines, 1) if regex.search(line)]
                 n_files += 1
     except TimeLimitHit:
@@ -241,7 +254,7 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
     files = []
     for entry in ws.walk(full):
         name = ws.relative(entry.path)
-        if entry.is_dir or (glob and not (fnmatch.fnmatch(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
+        if entry.is_dir or (glob and not (glob_matches(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
             continue
         if entry.note:
             skipped.append(f"{name} ({entry.note})")
@@ -253,9 +266,24 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
     return sorted(files, key=lambda file: Path(file[0]).parts)
 
 
-def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:
-    """A text file's lines, or None for a file to pass over quietly (binary, a pipe, a device). When the
-    path named this one file, those are errors instead: the model asked for it."""
+def glob_matches(name: str, glob: str) -> bool:
+    """fnmatch, where each "**/" also matches no folder at all, as in git and ripgrep: "**/*.py" matches
+    "a.py" at the root (fnmatch alone wants a "/" there), "src/**/test_*.py" matches "src/test_a.py"."""
+    pieces = glob.split("**/")
+    if len(pieces) > 8:  # each "**/" is kept or dropped: past 2^7 patterns, plain fnmatch
+        return fnmatch.fnmatch(name, glob)
+    for separators in itertools.product(["**/", ""], repeat=len(pieces) - 1):
+        pattern = pieces[0] + "".join(separator + piece for separator, piece in zip(separators, pieces[1:]))
+        if fnmatch.fnmatch(name, pattern):
+            return True
+    return False
+
+
+def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[str] | None:
+    """A text file's lines, the API key redacted, or None for a file to pass over quietly (binary, a pipe, a
+    device). When the path named this one file, those are errors instead: the model asked for it.
+    The pattern runs on the redacted lines: on the file's own, "sk-proj-A" matching or not would tell the
+    model the key one character at a time."""
     if not file.is_file():  # opening a FIFO would wait for a writer forever
         if file == full:
             raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be searched.")
@@ -265,7 +293,14 @@ def searchable_lines(file: Path, full: Path, path: str) -> list[str] | None:
         if file == full:
             raise ToolError(f"{path} is a binary file ({len(data):,} bytes); search_files searches text files only.")
         return None
-    return split_lines(data.removeprefix(BOM).decode("utf-8", "replace"))
+    return split_lines(ws.redact(data.removeprefix(BOM).decode("utf-8", "replace")))
+
+
+def shortened(line: str, limit: int) -> str:
+    """The line, cut at `limit` characters with a note saying how many more there are."""
+    if len(line) <= limit:
+        return line
+    return line[:limit] + f" [line cut: {len(line) - limit:,} more characters]"
 
 
 class TimeLimitHit(Exception):
@@ -329,7 +364,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
         kill_group(process)
         raise
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
-    text = output.text()
+    text = output.text(ws.redact)
     return f"{status}:\n{text}" if text else f"{status}; no output"
 
 
@@ -349,11 +384,14 @@ class HeadAndTail:
                 self.n_dropped += len(self.tail) - self.half
                 del self.tail[: len(self.tail) - self.half]
 
-    def text(self) -> str:
+    def text(self, redact: Callable[..., str]) -> str:
+        """The output kept, redacted by `redact` (Workspace.redact) before the cut is marked: a key the cut
+        went through is blanked on both sides of it."""
         if not self.n_dropped:
-            return (self.head + self.tail).decode("utf-8", errors="replace")
-        return (f"{self.head.decode('utf-8', errors='replace')}\n[... {self.n_dropped:,} bytes dropped ...]\n"
-                f"{self.tail.decode('utf-8', errors='replace')}")
+            return redact((self.head + self.tail).decode("utf-8", errors="replace"))
+        head = redact(self.head.decode("utf-8", errors="replace"), cut_after=True)
+        tail = redact(self.tail.decode("utf-8", errors="replace"), cut_before=True)
+        return f"{head}\n[... {self.n_dropped:,} bytes dropped ...]\n{tail}"
 
 
 def capped(lines: list[str], limit: int, rest: str) -> str:
@@ -465,21 +503,31 @@ def suggest_paths(ws: Workspace, path: str) -> str:
 # --- edit_file's steps (the text work itself is in edits.py) ---
 
 
-def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
-    full = ws.resolve(path, writing=True)
+def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
+    full = ws.resolve(path)
     if full.is_dir():
         raise ToolError(f"{path} is a directory; give the path of a file.")
-    if old == "":
-        return create_file(ws, full, path, new)
+    if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
+        return create_file(ws, full, path, new_str)
     if not full.exists():
         raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
                         f"content as new_str. {suggest_paths(ws, path)}")
+    mode = stat.S_IMODE(full.stat().st_mode)
+    if not mode & 0o222:  # the mode bits, not os.access: root may write anything, but the owner said no
+        raise ToolError(f"{path} is read-only (mode {mode:o}); edit_file does not change it. If it should "
+                        "change, ask the user.")
+    # Models sometimes send CRLF; an existing file decides the line endings, so work in LF and convert back.
+    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
+    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     if old == new:
         raise ToolError("old_str and new_str are identical, so there is nothing to change.")
     if full.stat().st_size > EDIT_MAX_BYTES:
         raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
     document = decode_for_edit(read_bytes(ws, full, path), path)
+    if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
+        raise ToolError(f"{path} holds the API key plainagent runs with (shown as [REDACTED]), so edit_file "
+                        "does not change it. Ask the user to make this edit.")
     asked, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, asked)
     data = document.encode(text)
@@ -487,21 +535,34 @@ def change_file(ws: Workspace, path: str, old: str, new: str) -> str:
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
-    ws.approve("edit", f"edit {path}", unified_diff(document.text, text, path))
-    ws.write(full, data, stat.S_IMODE(full.stat().st_mode), before=document.raw)
-    return f"Edited {path} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
+    ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
+    ws.write(full, data, mode, before=document.raw)
+    return (f"Edited {named(ws, path, full)} ({rule}). "
+            f"{describe_change(document.text, asked, text, first, last)}{warning}")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
     if full.exists():
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
-    ws.approve("edit", f"create {path}", content)
+    ws.approve("edit", f"create {named(ws, path, full)}", content)
     umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
     os.umask(umask)
     data = content.encode("utf-8")
     ws.write(full, data, 0o666 & ~umask, before=None)
-    return f"Created {path} ({len(split_lines(content))} lines, {len(data):,} bytes)."
+    return f"Created {named(ws, path, full)} ({len(split_lines(content))} lines, {len(data):,} bytes)."
+
+
+def named(ws: Workspace, path: str, full: Path) -> str:
+    """The path as the model gave it, and the file that really changes when a link leads elsewhere:
+    "docs/notes.md (a link to Makefile)". The user approves the file, not the link's name."""
+    real = ws.relative(full)
+    given = Path(os.path.normpath(ws.root / path))
+    if given == full:
+        return path
+    if given.is_symlink():
+        return f"{path} (a link to {real})"
+    return f"{path} (through a linked folder: {real})"
 
 
 def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:

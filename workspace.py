@@ -5,7 +5,8 @@ skips, the journal that lets /undo take back the agent's writes, and redaction o
 tools (it must not import `tools.py`). The rules:
   - every path a tool reads, lists, searches or writes passes `Workspace.confine`, one gate: its real
     location (links followed) must be inside the root, neither its name nor its target's may look like a
-    secret, and nothing is written under `.git/`;
+    secret, and nothing under `.git/` is read or written (git commands through run_command are the way:
+    git's store holds credentials in .git/config, and its own tools know how to read the rest);
   - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what git ignores
     in a repository (asking git), else what the top-level .gitignore names;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
@@ -16,6 +17,7 @@ links inside directories reached through a symlinked directory (the walk does no
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import subprocess
@@ -31,21 +33,39 @@ from guard import DEFAULT_RULES, Rule
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".next", ".parcel-cache"}
 
-# Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A
-# pattern with a "/" matches the path's last components, e.g. ".aws/credentials" in any folder.
+# Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A pattern
+# matches the file's name; one with a "/" matches the path's last components (".aws/credentials" in any
+# folder); one ending in "/**" matches every file under a folder of that name, at any depth.
 SECRET_NAMES = [
-    ".env*", "*.env",  # dotenv files: .env.local, .envrc, prod.env
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore",  # private keys and key stores
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",  # ssh keys (the .pub halves too: not worth a rule)
-    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd",  # passwords in plain text
-    ".npmrc", ".pypirc",  # often hold a registry token (`_authToken=`, `password =`) next to harmless settings
-    ".aws/credentials", ".docker/config.json", ".kube/config",  # cloud and cluster credentials
-    "application_default_credentials.json", "credentials.db", "access_tokens.db",  # gcloud
+    # dotenv files: .env.local, .envrc, prod.env
+    ".env*", "*.env",
+    # private keys and key stores
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
+    # ssh and gpg: keys, and everything else in their folders (configs name hosts and key files)
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".ssh/**", ".gnupg/**", "secring.gpg",
+    # passwords and tokens in plain text
+    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd", ".vault-token", ".s3cfg", ".boto",
+    # repository configs: remote URLs with tokens, `http.extraheader = AUTHORIZATION: ...` (CI checkouts)
+    ".git/config", ".hg/hgrc",
+    # package registries: a token next to harmless settings (`_authToken=`, `password =`)
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+    ".dockercfg", ".docker/config.json",
+    # cloud accounts: AWS, Azure, Google Cloud (user and service-account keys), GitHub CLI, Terraform Cloud
+    ".aws/credentials", ".azure/**", "application_default_credentials.json", "credentials.db",
+    "access_tokens.db", "credentials.json", "*service-account*.json", "*service_account*.json",
+    "gh/hosts.yml", ".terraform.d/credentials.tfrc.json",
+    # clusters
+    ".kube/config", "kubeconfig", "*.kubeconfig", "kubeconfig.yaml", "kubeconfig.yml",
+    # Terraform state and variables hold every secret a deployment used, in plain text
+    "*.tfstate", "*.tfvars", "*.tfvars.json",
 ]
+# A backup of a secret is the secret: key.pem.bak, .env~, terraform.tfstate.backup.
+BACKUP_SUFFIXES = (".bak", ".backup", ".old", ".orig", ".save", ".swp", "~")
 # Templates that document the variables without values: the model may read these.
 NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
 
 REDACT_MIN_CHARS = 16  # shorter keys ("ollama", "EMPTY", "x") are placeholders, and text too common to blank
+PIECE_MIN_CHARS = 4  # a piece of the key left at a cut is blanked from this long ("sk-p" on is worth hiding)
 GIT_TIMEOUT = 10  # seconds for `git ls-files`; past it the walk falls back to reading .gitignore itself
 
 
@@ -102,21 +122,21 @@ class Workspace:
 
     # --- paths ---
 
-    def resolve(self, path: str, *, writing: bool = False) -> Path:
+    def resolve(self, path: str) -> Path:
         """The real path of `path` as the model gave it (relative to the root, or absolute inside it)."""
         if not path.strip():
             raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
         if "\0" in path:
             raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
         named = Path(os.path.normpath(self.root / path))  # "a/../.env" is named .env, whatever "a" is
-        return self.confine(named, real=(self.root / path).resolve(), shown=path, writing=writing)
+        return self.confine(named, real=follow_links(self.root / path, path), shown=path)
 
-    def confine(self, named: Path, *, real: Path | None = None, shown: str = "", writing: bool = False) -> Path:
+    def confine(self, named: Path, *, real: Path | None = None, shown: str = "") -> Path:
         """The one gate every path passes before a tool reads, lists, searches or writes it: its real
         location, or PathRefused. `named` is the absolute path as named, without "..": for a link, the link
         itself. `real` is where it leads, when the caller knows it already."""
-        real = real or named.resolve()  # follows every link, so none can lead outside unnoticed
         shown = shown or self.relative(named)
+        real = real or follow_links(named, shown)  # follows every link, so none can lead outside unnoticed
         if not self.contains(real):
             raise PathRefused(f"{shown} is outside the workspace {self.root}; only paths inside it can be used.",
                               "leads outside the workspace")
@@ -126,9 +146,11 @@ class Workspace:
         if is_secret(self.relative(real)):  # a harmless name that leads to a secret: config.txt -> .env
             raise PathRefused(f"{shown} leads to {self.relative(real)}, which may hold secrets (API keys, "
                               "private keys), so it is not read, searched or edited.", "may hold secrets")
-        if writing and (self.inside_git(named) or self.inside_git(real)):
-            raise PathRefused(f"{shown} is inside .git/; writing there could corrupt the repository. "
-                              "Use git commands through run_command instead.", "inside .git/")
+        if self.inside_git(named) or self.inside_git(real):
+            raise PathRefused(f"{shown} is inside .git/, git's own store: it may hold credentials (remote URLs "
+                              "with tokens, auth headers), and a write could corrupt the repository. Use git "
+                              "commands through run_command instead (git log, git show, git status).",
+                              "inside .git/")
         return real
 
     def contains(self, path: Path) -> bool:
@@ -245,9 +267,20 @@ class Workspace:
 
     # --- the API key ---
 
-    def redact(self, text: str) -> str:
-        """The text with the API key blanked out, so no tool result ever shows it to the model."""
-        return text.replace(self.secret, "[REDACTED]") if self.hides_secret() else text
+    def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+        """The text with the API key blanked out, so no tool result ever shows it to the model. Redact before
+        cutting anything out: a cut through the key would leave its first half to show. Where a text was
+        already cut (a command's output, kept in a head and a tail), `cut_before` and `cut_after` say it
+        starts or ends at a cut, and a piece of the key there is blanked too."""
+        if not self.hides_secret():
+            return text
+        text = text.replace(self.secret, "[REDACTED]")
+        for size in range(len(self.secret) - 1, PIECE_MIN_CHARS - 1, -1):  # the longest piece first
+            if cut_after and text.endswith(self.secret[:size]):
+                text, cut_after = text[:-size] + "[REDACTED]", False
+            if cut_before and text.startswith(self.secret[-size:]):
+                text, cut_before = "[REDACTED]" + text[size:], False
+        return text
 
     def leaks(self, text: str) -> bool:
         """Whether `text` holds the API key (a command's environment variable, for instance)."""
@@ -260,17 +293,44 @@ class Workspace:
         return len(self.secret) >= REDACT_MIN_CHARS
 
 
+def follow_links(path: Path, shown: str) -> Path:
+    """Where `path` really is, every link followed; PathRefused for links that loop (a -> b, b -> a), which
+    lead to no file at all."""
+    try:
+        real = path.resolve()
+    except RuntimeError:  # Python before 3.13 raises "Symlink loop from ..."
+        real = None
+    except OSError as error:  # ELOOP from the system
+        if error.errno != errno.ELOOP:
+            raise
+        real = None
+    if real is None or real.is_symlink():  # 3.13 and later stop at the looping link instead of raising
+        raise PathRefused(f"{shown} goes through a loop of symbolic links (a link that leads back to itself), "
+                          "so it leads to no file. Ask the user to fix or remove the link.",
+                          "a link loop: it leads back to itself, to no file")
+    return real
+
+
 def is_secret(path: str) -> bool:
     """Whether a file may hold secrets, by its path relative to the root (or its name): ".env" -> True."""
-    path = path.lower()
-    name = path.rsplit("/", 1)[-1]
-    if name.endswith(NOT_SECRET_SUFFIXES):
+    parts = without_backup_suffixes(path.lower()).split("/")
+    for pattern in SECRET_NAMES:
+        if pattern.endswith("/**") and any(fnmatch.fnmatchcase(part, pattern[:-3]) for part in parts[:-1]):
+            return True
+    if parts[-1].endswith(NOT_SECRET_SUFFIXES):
         return False
     for pattern in SECRET_NAMES:
-        tail = "/".join(path.split("/")[-(pattern.count("/") + 1):])
+        tail = "/".join(parts[-(pattern.count("/") + 1):])
         if fnmatch.fnmatchcase(tail, pattern):
             return True
     return False
+
+
+def without_backup_suffixes(path: str) -> str:
+    """"key.pem.bak~" -> "key.pem"."""
+    while suffix := next((suffix for suffix in BACKUP_SUFFIXES if path.endswith(suffix)), ""):
+        path = path[: -len(suffix)]
+    return path
 
 
 def skip_dir(path: Path) -> bool:
@@ -297,6 +357,9 @@ class IgnoreRules:
     def __init__(self, root: Path):
         self.git_ignores = paths_git_ignores(root)
         self.patterns = gitignore_patterns(root) if self.git_ignores is None else []
+        # An allow-list (`/*` then `!/src/`) read without its negations hides everything: say so when it does.
+        self.negations_skipped = self.git_ignores is None and any(
+            line.startswith("!") for line in gitignore_lines(root))
 
     def ignores(self, relative: str, name: str, *, is_dir: bool) -> bool:
         if self.git_ignores is None:
@@ -325,11 +388,14 @@ def paths_git_ignores(root: Path) -> set[str] | None:
 
 def gitignore_patterns(root: Path) -> list[str]:
     """The top-level .gitignore's patterns (negations `!` are not supported and are skipped)."""
+    return [line.strip() for line in gitignore_lines(root) if line.strip() and not line.startswith(("#", "!"))]
+
+
+def gitignore_lines(root: Path) -> list[str]:
     try:
-        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+        return (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
-    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "!"))]
 
 
 def is_ignored(relative: str, name: str, patterns: list[str], *, is_dir: bool) -> bool:

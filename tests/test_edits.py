@@ -6,9 +6,11 @@ do the refusals. Below the tables: what the model reads after an edit and what t
 model, exact about the final newline), and the Python check. The tool's other duties (permissions, the
 journal, the sandbox) are tested in test_tools.py."""
 
+import random
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -74,6 +76,14 @@ APPLIED = [  # (id, file bytes, old_str, new_str, bytes after, the rule the resu
      b"def f():\n    x = 2\n    return x\n", TABS),
     ("mixed endings: new lines take the ending of the line they replace", b"a\r\nb\nc\r\nd\n", "b\nc", "b2\nb3\nc",
      b"a\r\nb2\nb3\nc\r\nd\n", EXACT),
+    ("mixed endings: each replaced line keeps its own, crlf then lf", b"a\r\nb\r\nc\nd\n", "b\nc", "B\nC",
+     b"a\r\nB\r\nC\nd\n", EXACT),
+    ("mixed endings: each replaced line keeps its own, lf then crlf", b"a\nb\nc\r\nd\r\n", "b\nc", "B\nC",
+     b"a\nB\nC\r\nd\r\n", EXACT),
+    ("mixed endings: a cr inside the block stays a cr", b"a\nb\r\nc\rd\n", "b\nc", "B\nC", b"a\nB\r\nC\rd\n", EXACT),
+    ("mixed endings: the ending after old_str is untouched", b"a\r\nb\nc\r\n", "a\nb", "A", b"A\nc\r\n", EXACT),
+    ("mixed endings: a line added at the end of a file without a final newline", b"x\r\ny\nz", "z", "z\nw",
+     b"x\r\ny\nz\nw", EXACT),
     ("old mac endings kept", b"one\rtwo\r", "two", "2\n3", b"one\r2\r3\r", EXACT),
     ("a lone cr in new_str is a line break in the file's style", b"a\nb\n", "b", "b\rc", b"a\nb\nc\n", EXACT),
     ("adding only the missing final newline", b"one\ntwo", "two", "two\n", b"one\ntwo\n", EXACT),
@@ -92,6 +102,34 @@ def test_applied_exactly_as_meant(tmp_path, before, old, new, after, rule):
     result = run_tool(Workspace(tmp_path), "edit_file", {"path": name, "old_str": old, "new_str": new})
     assert result.ok and result.output.startswith(f"Edited {name} ({rule}). "), result.output
     assert (tmp_path / name).read_bytes() == after
+
+
+def test_an_edit_of_a_mixed_file_changes_no_byte_outside_old_str(tmp_path):
+    """Random files with mixed line endings, random stretches replaced: every byte before old_str and from the
+    ending after it on is kept, and a stretch that keeps its number of lines keeps each line's ending."""
+    rng = random.Random(12)
+    for trial in range(300):
+        endings = [rng.choice(["\n", "\r\n", "\r"]) for _ in range(rng.randint(2, 8))]
+        lines = [f"line{n}" for n in range(len(endings))]
+        raw = "".join(line + ending for line, ending in zip(lines, endings))
+        first = rng.randrange(len(lines))
+        last = rng.randrange(first, len(lines))
+        old = "\n".join(lines[first:last + 1])
+        n_new = rng.choice([last - first + 1, rng.randint(1, 4)])
+        new = "\n".join(f"new{n}" for n in range(n_new))
+        (tmp_path / "f.txt").write_bytes(raw.encode())
+        result = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.txt", "old_str": old, "new_str": new})
+        assert result.ok, result.output
+        prefix = "".join(line + ending for line, ending in zip(lines[:first], endings))
+        suffix = "".join(line + ending for line, ending in zip(lines[last + 1:], endings[last + 1:]))
+        middle = (f"new{n}" + endings[first + n] if n < n_new - 1 else f"new{n}" for n in range(n_new))
+        if n_new == last - first + 1:  # each line keeps its own ending
+            expected = prefix + "".join(middle) + endings[last] + suffix
+        else:
+            got = (tmp_path / "f.txt").read_bytes().decode()
+            assert got.startswith(prefix) and got.endswith(endings[last] + suffix), (trial, raw, old, new, got)
+            continue
+        assert (tmp_path / "f.txt").read_bytes() == expected.encode(), (trial, raw, old, new)
 
 
 REFUSED = [  # (id, file bytes, path, old_str, new_str, fragment of the error)
@@ -186,6 +224,32 @@ def test_replace_once_counts_overlapping_matches_as_separate_places():
 def test_replace_once_says_when_new_str_fills_no_line():
     assert replace_once("a\nb\nc\n", "b\n", "", "f") == ("a\nc\n", "exact match", 2, 1)
     assert replace_once("a\n  b  \nc\n", "b\n", "", "f") == ("a\nc\n", "with the indentation shifted", 2, 1)
+
+
+@pytest.mark.parametrize("old, message", [
+    ("a\n" * 4000 + "b", "old_str was not found in f.txt."),  # no window can match: one string search says so
+    ("  a\n" * 4000, "old_str was not found exactly in f.txt, and once whitespace is ignored it matches too many "
+                     "places to compare."),
+    ("a\n" * 4000, "old_str matches at least 2,500 overlapping places in f.txt (lines 1, 2, 3,"),
+], ids=["no window matches", "too many windows for the rules", "too many exact matches to count"])
+def test_an_edit_of_a_big_repetitive_file_answers_within_a_second(tmp_path, old, message):
+    """Every window compared line by line by every whitespace rule took minutes (80,000 lines: over 300 s)."""
+    (tmp_path / "f.txt").write_bytes(b"a\n" * 80_000)
+    started = time.monotonic()
+    output = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.txt", "old_str": old, "new_str": "x"}).output
+    assert time.monotonic() - started < 1.5
+    assert output.startswith(message), output[:300]
+    assert (tmp_path / "f.txt").read_bytes() == b"a\n" * 80_000
+
+
+def test_the_whitespace_rules_still_find_one_place_in_a_big_file(tmp_path):
+    (tmp_path / "f.py").write_bytes(b"".join(b"    x%d = %d\n" % (n, n) for n in range(50_000)))
+    old = "".join(f"x{n} = {n}\n" for n in range(20_000, 20_003))
+    new = "".join(f"x{n} = 0\n" for n in range(20_000, 20_003))
+    output = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.py", "old_str": old, "new_str": new}).output
+    assert output.startswith("Edited f.py (with the indentation shifted). Lines 20001-20003 now read:")
+    assert (tmp_path / "f.py").read_bytes().split(b"\n")[19_999:20_004] == [
+        b"    x19999 = 19999", b"    x20000 = 0", b"    x20001 = 0", b"    x20002 = 0", b"    x20003 = 20003"]
 
 
 # --- what the model reads after an edit, and what the user approves ---

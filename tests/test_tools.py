@@ -121,18 +121,66 @@ def test_search_and_list_say_which_files_they_would_not_read(links):
         ".env  (may hold secrets)\nconfig.txt  (may hold secrets)\nfine.txt\nlink_out  (leads outside the workspace)")
 
 
-@pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template"])
+def test_a_loop_of_links_blinds_no_tool(ws):
+    write(ws, "src/hi.txt", b"hi\n")
+    (ws.root / "src/deep").mkdir()
+    os.symlink("loop", ws.root / "src/deep/loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    loop = "(a link loop: it leads back to itself, to no file)"
+    assert run(ws, "list_files").output == "\n".join([
+        f"a  {loop}", f"b  {loop}", "src/", "src/deep/", f"src/deep/loop  {loop}", "src/hi.txt"])
+    assert run(ws, "search_files", pattern="hi").output == (
+        f"src/hi.txt:1: hi\n(not searched: a {loop}; b {loop}; src/deep/loop {loop})")
+    assert run(ws, "read_file", path="src/nope.txt").output == "src/nope.txt does not exist. Did you mean: src/hi.txt?"
+    for name, args in [("read_file", {"path": "a"}), ("edit_file", {"path": "b/new.txt", "old_str": "", "new_str": "x"}),
+                       ("list_files", {"path": "src/deep/loop"}), ("search_files", {"pattern": "x", "path": "a"})]:
+        result = run(ws, name, **args)
+        assert not result.ok and "goes through a loop of symbolic links" in result.output, result.output
+
+
+@pytest.mark.parametrize("name", [".env.example", ".env.sample", ".env.template", "terraform.tfvars.example",
+                                  "credentials.json.sample"])
 def test_env_examples_are_readable(ws, name):
     write(ws, name, b"OPENAI_MODEL=gpt-4o\n")
     assert run(ws, "read_file", path=name).ok
 
 
-def test_writes_inside_git_are_refused(ws):
-    write(ws, ".git/config", b"[core]\n")
-    result = run(ws, "edit_file", path=".git/config", old_str="[core]", new_str="[x]")
-    assert not result.ok and "inside .git/" in result.output
-    assert (ws.root / ".git/config").read_bytes() == b"[core]\n"
-    assert run(ws, "read_file", path=".git/config").ok  # reading is fine
+GIT_CONFIG = (b'[remote "origin"]\n\turl = https://x-access-token:ghp_abc123@github.com/o/r\n'
+              b'[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3M=\n')
+
+
+@pytest.mark.parametrize("name, args", [
+    ("read_file", {"path": ".git/config"}),
+    ("read_file", {"path": ".GIT/CONFIG"}),
+    ("read_file", {"path": ".git/modules/lib/config"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": ".git"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": ".git/config"}),
+    ("search_files", {"pattern": "ghp_|AUTHORIZATION", "path": "vendor"}),
+    ("list_files", {"path": ".git"}),
+    ("edit_file", {"path": ".git/config", "old_str": "ghp", "new_str": "x"}),
+])
+def test_nothing_inside_git_is_read_searched_or_written(ws, name, args):
+    write(ws, ".git/config", GIT_CONFIG)
+    write(ws, ".git/modules/lib/config", GIT_CONFIG)
+    write(ws, "vendor/.git/config", GIT_CONFIG)
+    result = run(ws, name, **args)
+    assert "ghp_abc123" not in result.output and "basic eC1h" not in result.output
+    assert not result.ok or result.output.startswith("No matches"), result.output
+    assert (ws.root / ".git/config").read_bytes() == GIT_CONFIG
+
+
+@pytest.mark.parametrize("name", [".dockercfg", "credentials.json", "service-account-ci.json", "kubeconfig",
+                                  "terraform.tfstate", "terraform.tfstate.backup", "terraform.tfvars",
+                                  ".gnupg/private-keys-v1.d/A1.key", ".gnupg/secring.gpg", ".config/gh/hosts.yml",
+                                  ".azure/azureProfile.json", ".cargo/credentials.toml", ".gem/credentials",
+                                  ".terraform.d/credentials.tfrc.json", ".vault-token", ".s3cfg", ".boto",
+                                  ".ssh/config", ".ssh/deploy_key", "key.pem.bak", "KEY.PEM.BAK"])
+def test_more_secret_files_are_not_read_or_searched(ws, name):
+    write(ws, name, b"token = hunter2\n")
+    assert run(ws, "read_file", path=name).output.startswith(f"{name} may hold secrets")
+    searched = run(ws, "search_files", pattern="hunter2").output
+    assert searched.startswith("No matches") and f"{name} (may hold secrets)" in searched
 
 
 KEY = "sk-proj-abcdef0123456789"
@@ -144,6 +192,61 @@ def test_the_api_key_is_redacted_from_every_result(ws):
     assert KEY not in run(ws, "read_file", path="notes.txt").output
     assert run(ws, "search_files", pattern="key").output == "notes.txt:1: key: [REDACTED]"
     assert KEY not in run(ws, "run_command", command="cat notes.txt").output
+
+
+LONG_KEY = "sk-proj-" + "A1b2C3d4" * 6  # 56 characters, as real keys are
+
+
+def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
+    """A cut at 2,000 characters through the key used to show its first 32 characters."""
+    ws.secret = LONG_KEY
+    write(ws, "a.txt", ("x" * 1968 + LONG_KEY + "y" * 100 + "\n").encode())
+    assert run(ws, "read_file", path="a.txt").output == (
+        "     1\t" + "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
+        "(lines 1-1 of 1; end of file)")
+
+
+def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
+    ws.secret = LONG_KEY
+    write(ws, "a.txt", ("x" * 195 + LONG_KEY + "\n" + "z" * 250 + "\n").encode())
+    assert run(ws, "search_files", pattern="x|z").output == (
+        "a.txt:1: " + "x" * 195 + "[REDA [line cut: 5 more characters]\n"
+        "a.txt:2: " + "z" * 200 + " [line cut: 50 more characters]")
+
+
+def test_search_files_is_no_oracle_for_the_key(ws):
+    """On the file's own text, a pattern matching or not would tell the key one character at a time."""
+    ws.secret = LONG_KEY
+    write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\n'.encode())
+    assert run(ws, "search_files", pattern='API_KEY = "sk-proj-A').output == (
+        "No matches for 'API_KEY = \"sk-proj-A' in . (1 files searched).")
+    assert run(ws, "search_files", pattern='API_KEY = "sk-proj-B').output == (
+        "No matches for 'API_KEY = \"sk-proj-B' in . (1 files searched).")
+    assert run(ws, "search_files", pattern=r"API_KEY = \S+").output == 'config.py:1: API_KEY = "[REDACTED]"'
+
+
+def test_edit_file_leaves_a_file_holding_the_key_alone(ws):
+    """A match or a miss of old_str would be the same oracle as search_files'."""
+    ws.secret = LONG_KEY
+    full = write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\nDEBUG = 1\n'.encode())
+    for old in ['API_KEY = "sk-proj-A', "DEBUG = 1"]:
+        result = run(ws, "edit_file", path="config.py", old_str=old, new_str="X")
+        assert not result.ok and result.output == (
+            "config.py holds the API key plainagent runs with (shown as [REDACTED]), so edit_file does not change "
+            "it. Ask the user to make this edit. No changes were made.")
+    assert full.read_bytes() == f'API_KEY = "{LONG_KEY}"\nDEBUG = 1\n'.encode()
+
+
+@pytest.mark.parametrize("before, after", [(9990, 20_000), (30_000, 9990)])
+def test_a_key_cut_in_a_commands_output_is_blanked_on_both_sides_of_the_cut(ws, before, after):
+    """The output keeps its first and last 10,000 bytes: a cut through the key must not show a piece of it."""
+    ws.secret = LONG_KEY
+    write(ws, "out.txt", ("a" * before + LONG_KEY + "b" * after).encode())
+    output = run(ws, "run_command", command="cat out.txt").output
+    assert "A1b2" not in output and "sk-p" not in output
+    head, tail = output.removeprefix("exit code 0:\n").split("\n[... ")
+    assert head == "a" * min(before, 10_000) + ("[REDACTED]" if before < 10_000 else "")
+    assert tail.split(" ...]\n")[1] == ("[REDACTED]" if after < 10_000 else "") + "b" * min(after, 10_000)
 
 
 def test_commands_do_not_get_the_api_key(ws, monkeypatch):
@@ -283,6 +386,19 @@ def test_list_files_caps_with_a_count(ws):
     assert lines[-1] == "... and 25 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"
 
 
+def test_list_files_shows_every_folder_of_a_level_before_its_files(ws, monkeypatch):
+    """3,000 data files at the top sorted before src/ and tests/ used to hide them."""
+    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 5)
+    for n in range(12):
+        write(ws, f"data_{n:02}.csv", b"")
+    write(ws, "src/app.py", b"")
+    write(ws, "tests/test_app.py", b"")
+    write(ws, "zREADME.md", b"")
+    assert run(ws, "list_files").output == "\n".join([
+        "data_00.csv", "data_01.csv", "data_02.csv", "src/", "tests/",
+        "... and 10 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"])
+
+
 def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws, monkeypatch):
     monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 8)
     for n in range(20):
@@ -305,6 +421,21 @@ def test_list_files_in_git_shows_what_an_allow_list_gitignore_allows(ws):
     write(ws, "secret_notes.txt", b"")
     subprocess.run(["git", "init", "-q"], cwd=ws.root, check=True)
     assert run(ws, "list_files").output == "src/\nsrc/app.py"
+
+
+def test_list_files_outside_git_says_an_allow_list_gitignore_hides_everything(ws, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(ws.root.parent))  # no repository around tmp_path
+    write(ws, ".gitignore", b"/*\n!/src/\n")
+    write(ws, "src/app.py", b"")
+    write(ws, "notes.txt", b"")
+    assert run(ws, "list_files").output == (
+        "(. holds 3 entries, but all are left out: dependency and cache folders, and what .gitignore names. This "
+        "folder is not in a git repository, so the lines of .gitignore that start with ! are not read, and its "
+        "other lines hide everything. Use run_command with ls -a to see them.)")
+    (ws.root / ".gitignore").write_bytes(b"*\n")
+    assert run(ws, "list_files").output == (
+        "(. holds 3 entries, but all are left out: dependency and cache folders, and what .gitignore names. "
+        "Use run_command with ls -a to see them.)")
 
 
 def test_list_files_errors(ws):
@@ -342,6 +473,24 @@ def test_create_a_new_file_with_parents(ws):
     assert result.ok and result.output == "Created src/pkg/new.py (1 lines, 12 bytes)."
     assert (ws.root / "src/pkg/new.py").read_bytes() == b"print('hi')\n"
     assert stat.S_IMODE((ws.root / "src/pkg/new.py").stat().st_mode) == 0o666 & ~_umask()
+
+
+@pytest.mark.parametrize("content", ["a\r\nb\r\n", "progress\r50%\r100%\n", "lf\ncrlf\r\ncr\rend", "\r"])
+def test_a_new_file_holds_exactly_the_bytes_asked_for(ws, content):
+    """Only edits of existing files adopt the file's line endings; a lone CR may be meant (a progress bar)."""
+    assert edit(ws, "new.txt", "", content).ok
+    assert (ws.root / "new.txt").read_bytes() == content.encode()
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
+def test_a_read_only_file_is_not_edited(ws, mode):
+    """The atomic rename ignored the mode; tests may run as root, who may write anything: the mode decides."""
+    full = write(ws, "locked.txt", b"keep\n")
+    full.chmod(mode)
+    output = refused(ws, "locked.txt", "keep", "lost")
+    assert output == (f"locked.txt is read-only (mode {mode:o}); edit_file does not change it. If it should "
+                      "change, ask the user. No changes were made.")
+    assert stat.S_IMODE(full.stat().st_mode) == mode and ws.journal == []
 
 
 def _umask():
@@ -485,6 +634,38 @@ def test_new_files_and_commands_are_previewed(ws):
     assert asked == [("edit", "create new.txt", "content\n"), ("command", "run this command", "$ echo hi")]
 
 
+def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
+    makefile = write(ws, "Makefile", b"all:\n\techo hi\n")
+    (ws.root / "docs").mkdir()
+    os.symlink("../Makefile", ws.root / "docs/notes.md")
+    os.symlink("../run_me.sh", ws.root / "docs/new.md")
+    os.symlink("docs", ws.root / "papers")
+    write(ws, "docs/real.md", b"one\n")
+    results = [edit(ws, "docs/notes.md", "echo hi", "rm -rf ~").output, edit(ws, "docs/new.md", "", "echo\n").output,
+               edit(ws, "papers/real.md", "one", "two").output]
+    assert asked == [
+        ("edit", "edit docs/notes.md (a link to Makefile)",
+         "--- a/Makefile\n+++ b/Makefile\n@@ -1,2 +1,2 @@\n all:\n-\techo hi\n+\trm -rf ~\n"),
+        ("edit", "create docs/new.md (a link to run_me.sh)", "echo\n"),
+        ("edit", "edit papers/real.md (through a linked folder: docs/real.md)",
+         "--- a/docs/real.md\n+++ b/docs/real.md\n@@ -1 +1 @@\n-one\n+two\n")]
+    assert [result.split(" (exact")[0].split(" (1 lines")[0] for result in results] == [
+        "Edited docs/notes.md (a link to Makefile)", "Created docs/new.md (a link to run_me.sh)",
+        "Edited papers/real.md (through a linked folder: docs/real.md)"]
+    assert makefile.read_bytes() == b"all:\n\trm -rf ~\n" and (ws.root / "run_me.sh").read_bytes() == b"echo\n"
+
+
+def test_an_edit_by_another_spelling_of_the_path_names_it_as_given(ws):
+    asked = []
+    ws.confirm = lambda kind, title, preview: asked.append(title)
+    write(ws, "a.txt", b"one\n")
+    assert edit(ws, "./a.txt", "one", "two").output.startswith("Edited ./a.txt (exact match).")
+    assert edit(ws, str(ws.root / "a.txt"), "two", "three").ok
+    assert asked == ["edit ./a.txt", f"edit {ws.root / 'a.txt'}"]
+
+
 def test_a_declined_command_does_not_run(ws):
     ws.confirm = lambda *_: "The user said no."
     result = run(ws, "run_command", command="touch made.txt")
@@ -502,6 +683,21 @@ def test_search_files(ws):
     assert run(ws, "search_files", pattern=r"read_\w+").output == "src/a.py:1: def read_file():\nsrc/b.txt:1: read_file is here"
     assert run(ws, "search_files", pattern="read_file", glob="*.py").output == "src/a.py:1: def read_file():"
     assert run(ws, "search_files", pattern="pass", path="src/a.py").output == "src/a.py:2: pass"
+
+
+@pytest.mark.parametrize("glob, found", [
+    ("**/*.py", ["a.py", "src/b.py", "src/deep/c.py"]),
+    ("src/**/*.py", ["src/b.py", "src/deep/c.py"]),
+    ("**/deep/*.py", ["src/deep/c.py"]),
+    ("*.py", ["a.py", "src/b.py", "src/deep/c.py"]),  # a glob without "/" matches the name, in any folder
+    ("**/*.md", []),
+])
+def test_search_files_glob_double_star_matches_zero_or_more_folders(ws, glob, found):
+    for path in ["a.py", "src/b.py", "src/deep/c.py", "notes.txt"]:
+        write(ws, path, b"hit\n")
+    output = run(ws, "search_files", pattern="hit", glob=glob).output
+    assert output == ("\n".join(f"{path}:1: hit" for path in found) if found
+                      else "No matches for 'hit' in . (0 files searched).")
 
 
 def test_search_files_caps_and_counts_the_rest(ws):

@@ -44,6 +44,27 @@ def git(ws, *args):
     (".env.dist", False), ("environment.py", False), ("src/env.py", False), ("keys.py", False),
     ("credentials", False), ("config.json", False), ("docker/config.json", False), ("README.md", False),
     ("monkey.txt", False), ("aws/credentials.md", False),
+    # repository configs: remote URLs with tokens, CI's `http.extraheader = AUTHORIZATION: basic ...`
+    (".git/config", True), (".GIT/CONFIG", True), ("vendor/lib/.git/config", True), (".hg/hgrc", True),
+    # registries, clouds, clusters, infrastructure state
+    (".dockercfg", True), ("credentials.json", True), ("keys/Service-Account-prod.json", True),
+    ("my_service_account.json", True), ("kubeconfig", True), ("KUBECONFIG", True), ("prod.kubeconfig", True),
+    ("terraform.tfstate", True), ("infra/terraform.tfstate.backup", True), ("terraform.tfvars", True),
+    ("prod.auto.tfvars", True), ("secrets.tfvars.json", True), (".config/gh/hosts.yml", True),
+    (".azure/accessTokens.json", True), (".azure/sub/msal_token_cache.bin", True), (".cargo/credentials", True),
+    (".cargo/credentials.toml", True), (".terraform.d/credentials.tfrc.json", True), (".gem/credentials", True),
+    (".vault-token", True), (".s3cfg", True), (".boto", True),
+    # ssh and gpg folders: every file in them
+    (".gnupg/secring.gpg", True), (".gnupg/private-keys-v1.d/ABC.key", True), ("home/.GnuPG/pubring.kbx", True),
+    ("secring.gpg", True), (".ssh/config", True), (".ssh/known_hosts", True), ("a/.ssh/deploy", True),
+    (".ssh/notes.example", True), ("key.ppk", True),
+    # backups of secrets
+    ("key.pem.bak", True), ("server.KEY.orig", True), ("id_rsa~", True), (".env.backup", True),
+    (".key.pem.swp", True), ("credentials.json.old", True),
+    # templates, and names that only look alike
+    ("terraform.tfvars.example", False), (".env.example.bak", False), ("notes.bak", False), ("main.tf", False),
+    ("kubeconfig.go", False), ("service_account.py", False), ("gh/hosts.md", False), ("ssh/config", False),
+    (".gitignore", False), (".github/workflows/ci.yml", False), ("git/config", False), ("cargo/credentials.rs", False),
 ])
 def test_secret_names_are_matched_case_insensitively(path, secret):
     assert is_secret(path) is secret
@@ -74,10 +95,34 @@ def test_a_link_is_judged_by_its_name_and_by_where_it_leads(ws, tmp_path):
     assert refusal(ws, "sub/../.env").reason == "may hold secrets"
 
 
-@pytest.mark.parametrize("path", [".git/config", ".GIT/config", "sub/.Git/HEAD"])
-def test_writes_under_git_are_refused_in_any_case(ws, path):
-    assert refusal(ws, path, writing=True).reason == "inside .git/"
-    assert ws.resolve(path) == ws.root / path  # reading is fine
+@pytest.mark.parametrize("path", ["loop", "a", "b/x", "sub/../a", "deep/loop/x"])
+def test_a_path_through_a_loop_of_links_is_refused_in_one_clear_sentence(ws, path):
+    os.symlink("loop", ws.root / "loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    (ws.root / "sub").mkdir()
+    os.symlink("loop", ws.root / "deep")
+    refused = refusal(ws, path)
+    assert str(refused) == (f"{path} goes through a loop of symbolic links (a link that leads back to itself), so "
+                            "it leads to no file. Ask the user to fix or remove the link.")
+    assert refused.reason == "a link loop: it leads back to itself, to no file"
+
+
+@pytest.mark.parametrize("path", [".git/HEAD", ".GIT/refs/heads/main", "sub/.Git/logs/HEAD", ".git", "a/../.git/x"])
+def test_nothing_under_git_is_read_or_written_in_any_case(ws, path):
+    """.git/config holds tokens (remote URLs, CI's auth header) and so may other files git writes there
+    (.git/modules/*/config, FETCH_HEAD's URLs): git commands through run_command are the way in."""
+    refused = refusal(ws, path)
+    assert refused.reason == "inside .git/"
+    assert str(refused) == (f"{path} is inside .git/, git's own store: it may hold credentials (remote URLs with "
+                            "tokens, auth headers), and a write could corrupt the repository. Use git commands "
+                            "through run_command instead (git log, git show, git status).")
+
+
+def test_a_link_into_git_is_refused_too(ws):
+    write(ws, ".git/HEAD", b"ref: refs/heads/main\n")
+    os.symlink(".git/HEAD", ws.root / "head.txt")
+    assert refusal(ws, "head.txt").reason == "inside .git/"
 
 
 # --- the walk and git's ignore rules ---
@@ -101,6 +146,15 @@ def test_the_walk_is_breadth_first_and_notes_what_may_not_be_read(ws, tmp_path):
                           "dangling (a broken link: what it leads to does not exist)",
                           "linked_a/ (a link to a folder: not followed; list its target instead)",
                           "linked_dir (leads outside the workspace)", "z.txt", "a/b/", "a/b/deep.txt"]
+
+
+def test_the_walk_notes_a_loop_of_links_as_it_notes_a_broken_one(ws):
+    write(ws, "src/deep/hi.txt", b"")
+    os.symlink("loop", ws.root / "src/deep/loop")
+    os.symlink("b", ws.root / "a")
+    os.symlink("a", ws.root / "b")
+    loop = " (a link loop: it leads back to itself, to no file)"
+    assert walked(ws) == ["a" + loop, "b" + loop, "src/", "src/deep/", "src/deep/hi.txt", "src/deep/loop" + loop]
 
 
 def test_an_allow_list_gitignore_is_read_by_git(ws):
@@ -185,6 +239,19 @@ def test_only_a_key_long_enough_to_be_a_secret_is_redacted(ws, key, text, redact
     ws.secret = key
     assert ws.redact(text) == redacted
     assert ws.leaks(text) is (redacted != text)
+
+
+@pytest.mark.parametrize("text, cut_before, cut_after, redacted", [
+    ("log: sk-proj-0123", False, True, "log: [REDACTED]"),  # the head of a cut output ends in the key's start
+    ("0123456789abcdefABCDEF done", True, False, "[REDACTED] done"),  # the tail starts with its end
+    ("log: sk-p", False, True, "log: [REDACTED]"),
+    ("log: sk-", False, True, "log: sk-"),  # shorter than PIECE_MIN_CHARS: left as it is
+    ("log: sk-proj-0123", False, False, "log: sk-proj-0123"),  # not at a cut: text like any other
+    ("sk-proj-0123456789abcdefABCDEF and sk-proj", True, True, "[REDACTED] and [REDACTED]"),
+])
+def test_a_piece_of_the_key_at_a_cut_is_redacted(ws, text, cut_before, cut_after, redacted):
+    ws.secret = "sk-proj-0123456789abcdefABCDEF"
+    assert ws.redact(text, cut_before=cut_before, cut_after=cut_after) == redacted
 
 
 # --- writes and /undo ---
