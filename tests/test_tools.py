@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import agent  # noqa: F401  (registers the delegate tool in TOOLS, as running the program does)
+import search
 import tools
 from tools import TOOLS, Workspace, check_args, run_tool
 
@@ -717,7 +718,7 @@ def test_search_files_no_match(ws):
 
 
 def test_search_files_says_which_big_files_it_skipped(ws, monkeypatch):
-    monkeypatch.setattr(tools, "SEARCH_MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(search, "SEARCH_MAX_FILE_BYTES", 100)
     write(ws, "big.log", b"needle\n" * 20)
     write(ws, "small.txt", b"needle\n")
     assert run(ws, "search_files", pattern="needle").output == (
