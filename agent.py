@@ -37,6 +37,7 @@ from pathlib import Path
 from client import ChatError, Client, Reply
 from config import Config, ConfigError, load_config
 from context import CallResult, Context
+from display import LiveReply, make_room
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt
 from terminal import TaskReader, TerminalConfirm, escape
 from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
@@ -138,6 +139,9 @@ class Session:
     recent_calls: list[str] = field(default_factory=list)  # this task's last few calls, to notice a loop
     n_format_errors: int = 0  # this task's replies in a row whose calls could not be read
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
+    display: LiveReply | None = None  # shows each turn's reply as it streams in; None shows nothing
+    n_requests: int = 0  # model calls so far
+    n_estimated: int = 0  # model calls whose tokens we estimated: the server reported none
 
     def __post_init__(self):
         self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, log)
@@ -146,11 +150,31 @@ class Session:
 
     def call_model(self, messages: list[dict]) -> Reply:
         """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
-        reply = self.client.chat(messages)
-        for key in self.tokens:
-            value = reply.usage.get(key) if isinstance(reply.usage, dict) else None
-            self.tokens[key] += value if isinstance(value, int) else 0
+        display = self.display if messages is self.messages else None  # a turn is shown as it comes; a summary not
+        if display is None:
+            reply = self.client.chat(messages)
+        else:
+            display.start()
+            try:
+                reply = self.client.chat(messages, display.show)
+            finally:  # also when interrupted: the next line starts on a line of its own
+                display.finish()
+        self.count_tokens(messages, reply)
         return reply
+
+    def count_tokens(self, messages: list[dict], reply: Reply) -> None:
+        """Add a call's tokens to the session's count: the server's, or our estimate when it reports none
+        (llama.cpp's server sends no usage in a stream)."""
+        self.n_requests += 1
+        usage = reply.usage if isinstance(reply.usage, dict) else {}
+        if not isinstance(usage.get("prompt_tokens"), int):
+            self.n_estimated += 1
+            per_token = self.context.budget.bytes_per_token
+            usage = {"prompt_tokens": self.context.budget.estimate(messages),
+                     "completion_tokens": round(len(reply.text.encode("utf-8", errors="replace")) / per_token)}
+        for key in self.tokens:
+            value = usage.get(key)
+            self.tokens[key] += value if isinstance(value, int) else 0
 
     def resume(self, loaded: Loaded) -> None:
         """Take up a transcript's history after the system prompt, and close what a crash left open."""
@@ -222,6 +246,7 @@ def log(line: str) -> None:
     What is logged holds the model's and the files' text: escape codes in it could rewrite the screen or
     the clipboard, so they are shown, not sent.
     """
+    make_room()  # the spinner, or a streamed line not yet ended, must not run into the log line
     print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
 
 
@@ -232,7 +257,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS), "
+               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
+               "PLAINAGENT_STREAM), "
                ".env in the current directory, .env next to agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
@@ -241,6 +267,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
     parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
     parser.add_argument("--max-steps", type=int, metavar="N", help="model calls per task (default 30)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="ask for whole replies instead of streamed ones (PLAINAGENT_STREAM=off)")
     parser.add_argument("--context-tokens", type=int, metavar="N",
                         help="most tokens one request may hold (default 32000)")
     parser.add_argument("--log", type=Path, metavar="FILE", help="the transcript file (default: a new one in "
@@ -262,9 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
     confirm = None if config.yes else TerminalConfirm(config.workspace)
-    client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
+    client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     workspace = Workspace(config.workspace, confirm, secret=config.api_key)
-    session = Session(config, client, workspace, transcript=transcript)
+    display = LiveReply.for_terminal() if config.stream else None
+    session = Session(config, client, workspace, transcript=transcript, display=display)
     if loaded:
         session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)
@@ -303,10 +332,17 @@ def attempt(session: Session, task: str) -> int:
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")
         return 1
-    print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
-    tokens = session.tokens
-    log(f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far)")
+    if not (session.display and session.display.showed(answer)):  # a terminal saw it streamed already
+        print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
+    log(describe_tokens(session))
     return 0
+
+
+def describe_tokens(session: Session) -> str:
+    """'(1,200 prompt + 300 completion tokens so far)', saying which counts are our estimates."""
+    tokens, n_estimated = session.tokens, session.n_estimated
+    which = "" if not n_estimated else ", estimated" if n_estimated == session.n_requests else ", partly estimated"
+    return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"
 
 
 def repl(session: Session) -> int:
