@@ -36,6 +36,7 @@ from pathlib import Path
 
 from client import ChatError, Client, Reply
 from config import Config, ConfigError, load_config
+from commands import LeaveSession, is_command, run_command
 from context import CallResult, Context
 from display import LiveReply, make_room
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt
@@ -347,7 +348,7 @@ def describe_tokens(session: Session) -> str:
 
 def repl(session: Session) -> int:
     log(f"plainagent: {session.config.model} at {session.client.url}, workspace {session.workspace.root}\n"
-        "Type a task. /undo reverts the last write, /compact shrinks the history; exit, quit or Ctrl-D leaves.")
+        "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
         try:
@@ -357,17 +358,13 @@ def repl(session: Session) -> int:
             return 130
         if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
             return 0
-        if task == "/undo":
-            undone = session.workspace.undo()  # one line, for the user and the model alike
-            log(undone)
-            session.notes.append(f"The user ran /undo: {undone}")
-        elif task == "/compact":  # now, whatever the size: older results become stubs, older turns a summary
-            try:
-                log(session.context.compact(force=True) or "Nothing to compact yet.")
-            except KeyboardInterrupt:
-                log("Interrupted; the history is unchanged.")
-        else:
+        if not is_command(task):
             attempt(session, task)
+            continue
+        try:
+            log(run_command(session, task))  # /help, /undo, /reset, /tokens, /model, /compact
+        except LeaveSession:
+            return 0
 
 
 
