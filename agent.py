@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from client import ChatError, Client, Reply
-from config import Config, ConfigError, load_config
 from commands import LeaveSession, is_command, run_command
+from config import Config, ConfigError, load_config
 from context import CallResult, Context
 from display import LiveReply, make_room
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, format_error, render_system_prompt

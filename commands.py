@@ -85,4 +85,5 @@ def exit(session, argument: str) -> str:
     raise LeaveSession
 
 
-COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, compact, exit)}  # name -> function
+# name -> function, in the order /help lists them
+COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, compact, exit)}

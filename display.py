@@ -23,8 +23,8 @@ from toolcalls import PREFIX
 # A line that calls a tool: `tool: NAME(`, behind any list marker, quote or emphasis the parser accepts.
 TOOL_LINE = re.compile(PREFIX + r"[`*_]*tool[`*_]*:[`*_ \t]*[A-Za-z_][\w.-]*[`*]*[ \t]*\(", re.IGNORECASE)
 # The start of a line that may still turn out to be one: it is held back until it is clear.
-MAYBE_TOOL_LINE = re.compile(r"[ \t>*+\-`_\d.)\[\]xX]*(t|to|too|tool[`*_]*(:[`*_ \t]*([A-Za-z_][\w.-]*[`*]*[ \t]*)?)?)?",
-                             re.IGNORECASE)
+MAYBE_TOOL_LINE = re.compile(r"[ \t>*+\-`_\d.)\[\]xX]*"  # list markers, quotes, emphasis, then the words so far
+                             r"(t|to|too|tool[`*_]*(:[`*_ \t]*([A-Za-z_][\w.-]*[`*]*[ \t]*)?)?)?", re.IGNORECASE)
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

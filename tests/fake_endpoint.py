@@ -162,9 +162,9 @@ class FakeEndpoint:
                 self.end_headers()
                 self.wfile.flush()
                 for piece in pieces:
+                    endpoint.sent.append((time.monotonic(), piece))  # the moment it starts on its way
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
-                    endpoint.sent.append((time.monotonic(), piece))
                     time.sleep(item.get("pause", 0))
                 if item.get("hang_up"):
                     self.close_connection = True

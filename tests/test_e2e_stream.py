@@ -11,7 +11,7 @@ import time
 import pytest
 from fake_endpoint import FakeEndpoint, stream_events
 from test_e2e import KEY, agent
-from test_e2e_terminal import Screen, wait_for_requests
+from test_e2e_terminal import Screen
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
 
