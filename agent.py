@@ -293,8 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     confirm = None if config.yes else TerminalConfirm(config.workspace)
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     workspace = Workspace(config.workspace, confirm, secret=config.api_key)
-    display = LiveReply.for_terminal() if config.stream else None
-    session = Session(config, client, workspace, transcript=transcript, display=display)
+    session = Session(config, client, workspace, transcript=transcript, display=LiveReply.for_terminal())
     if loaded:
         session.resume(loaded)
     return repl(session) if task is None else attempt(session, task)
@@ -322,7 +321,7 @@ def attempt(session: Session, task: str) -> int:
         session.record_ending("The user interrupted that task.")
         return 130
     except (ChatError, TaskStopped) as error:
-        if partial := getattr(error, "partial", ""):
+        if (partial := getattr(error, "partial", "")) and not (session.display and session.display.showed(partial)):
             log(partial)
         line = session.workspace.redact(str(error))  # a server may echo the key back
         log(f"plainagent: {line}")
@@ -333,7 +332,7 @@ def attempt(session: Session, task: str) -> int:
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")
         return 1
-    if not (session.display and session.display.showed(answer)):  # a terminal saw it streamed already
+    if not (session.display and session.display.showed(answer, sys.stdout)):  # a terminal saw it streamed already
         print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
     log(describe_tokens(session))
     return 0

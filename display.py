@@ -98,9 +98,9 @@ class LiveReply:
             self.spinner.stop()
         self.end_line()
 
-    def showed(self, answer: str) -> bool:
-        """True if `answer` was shown whole on stdout, so it need not be printed again."""
-        return self.output is sys.stdout and self.shown.strip() == answer.strip()
+    def showed(self, text: str, on: TextIO | None = None) -> bool:
+        """True if the last reply showed `text` whole (on `on`, if given), so it need not be shown again."""
+        return (on is None or self.output is on) and self.shown.strip() == text.strip()
 
     # --- inside ---
 

@@ -2,10 +2,12 @@
 
 import io
 import random
+import sys
 import time
 
 import pytest
 
+import display
 from display import LiveReply, Spinner
 
 
@@ -68,7 +70,7 @@ def test_text_is_shown_as_it_arrives_except_the_start_of_a_maybe_tool_line():
 def test_reasoning_is_dimmed_on_a_colour_terminal_and_the_answer_on_its_own_line():
     output, live = shown([("reasoning", "think"), ("reasoning", "ing"), ("text", "Answer.")], tty=True, colour=True)
     assert output == "\x1b[2mthinking\x1b[22m\nAnswer.\n"
-    assert live.showed("Answer.") is False  # a StringIO is not stdout: the answer is still printed
+    assert live.showed("Answer.") and not live.showed("Answer.", sys.stdout)  # not on stdout: printed there
 
 
 def test_reasoning_is_not_written_to_a_log():
@@ -111,3 +113,29 @@ def test_a_quick_reply_shows_no_spinner():
     spinner.start()
     spinner.stop()
     assert screen.getvalue() == ""
+
+
+@pytest.mark.parametrize("stdout_tty, stderr_tty, term, live_on, spinner", [
+    (True, True, "xterm", "stdout", True),
+    (False, True, "xterm", "stderr", True),  # -p with stdout a pipe: the answer alone goes there
+    (False, False, "xterm", "stderr", False),  # a log: no spinner
+    (True, True, "dumb", "stdout", False),
+])
+def test_where_the_live_text_and_the_spinner_go(monkeypatch, stdout_tty, stderr_tty, term, live_on, spinner):
+    streams = {"stdout": Screen(stdout_tty), "stderr": Screen(stderr_tty)}
+    monkeypatch.setattr(sys, "stdout", streams["stdout"])
+    monkeypatch.setattr(sys, "stderr", streams["stderr"])
+    monkeypatch.setenv("TERM", term)
+    live = LiveReply.for_terminal()
+    assert live.output is streams[live_on] and (live.spinner is not None) == spinner
+    monkeypatch.setattr(display, "active", None)
+
+
+@pytest.mark.parametrize("no_color, colour", [(None, True), ("1", False)])
+def test_colour_only_without_no_color(monkeypatch, no_color, colour):
+    monkeypatch.setenv("TERM", "xterm")
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", no_color)
+    else:
+        monkeypatch.delenv("NO_COLOR", raising=False)
+    assert display.uses_colour(Screen(True)) is colour and display.uses_colour(Screen(False)) is False
