@@ -76,7 +76,7 @@ def parse_setting(name: str, variable: str, value: str):
             return int(value)
         if name == "stream":
             if value.strip().lower() not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
-                raise ValueError("not on or off")
+                raise ConfigError(f"{variable}={value!r}: use on or off.")
             return value.strip().lower() in ("on", "1", "true", "yes")
         if name == "stop":
             stop = [] if value.strip().lower() == "off" else json.loads(value)

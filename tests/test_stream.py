@@ -7,7 +7,9 @@ import time
 import pytest
 from fake_endpoint import FakeEndpoint, completion, stream_events
 
+from agent import parse_args
 from client import ChatError, Client
+from config import ConfigError, load_config
 from stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -177,3 +179,18 @@ def test_without_stream_nothing_about_streams_is_sent():
     with FakeEndpoint([{"body": completion("Plain.")}]) as endpoint:
         reply = Client(endpoint.url, None, "m").chat(MESSAGES)
     assert reply.text == "Plain." and endpoint.received[0].body == {"model": "m", "messages": MESSAGES}
+
+
+@pytest.mark.parametrize("argv, environ, stream", [
+    ([], {}, True), (["--no-stream"], {}, False), ([], {"PLAINAGENT_STREAM": "off"}, False),
+    ([], {"PLAINAGENT_STREAM": "on"}, True), (["--no-stream"], {"PLAINAGENT_STREAM": "on"}, False),
+])
+def test_streaming_is_on_unless_turned_off(tmp_path, argv, environ, stream):
+    config = load_config(parse_args(["-m", "m", "--base-url", "http://localhost:1/v1", *argv]), environ, tmp_path,
+                         tmp_path)
+    assert config.stream is stream
+
+
+def test_a_stream_setting_that_is_neither_on_nor_off_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="^PLAINAGENT_STREAM='maybe': use on or off.$"):
+        load_config(parse_args(["-m", "m"]), {"PLAINAGENT_STREAM": "maybe"}, tmp_path, tmp_path)
