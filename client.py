@@ -119,7 +119,8 @@ class Client:
     def chat(self, messages: list[dict], on_delta: Callable[[str, str], None] | None = None) -> Reply:
         """Send the conversation, return the assistant's reply, or raise ChatError with one clear line.
 
-        When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning".
+        When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning", and
+        ("restart", "") before the request is sent again after a failed attempt.
         """
         body: dict = {"model": self.model, "messages": messages}
         if self.stop:
@@ -145,6 +146,8 @@ class Client:
         """POST until a response that is final: success, a non-retryable status, or retries spent."""
         for attempt in range(self.max_retries + 1):
             last_try = attempt == self.max_retries
+            if attempt and on_delta:
+                on_delta("restart", "")  # what an earlier attempt streamed is discarded
             try:
                 response = self._post(body, on_delta)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:

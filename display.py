@@ -25,6 +25,7 @@ TOOL_LINE = re.compile(PREFIX + r"[`*_]*tool[`*_]*:[`*_ \t]*[A-Za-z_][\w.-]*[`*]
 # The start of a line that may still turn out to be one: it is held back until it is clear.
 MAYBE_TOOL_LINE = re.compile(r"[ \t>*+\-`_\d.)\[\]xX]*"  # list markers, quotes, emphasis, then the words so far
                              r"(t|to|too|tool[`*_]*(:[`*_ \t]*([A-Za-z_][\w.-]*[`*]*[ \t]*)?)?)?", re.IGNORECASE)
+MAX_HELD = 200  # characters of a line held back at most: a line of 10,000 dashes is not a tool call
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -70,9 +71,14 @@ class LiveReply:
         self.shown = ""  # the reply's text shown so far, without reasoning
 
     def show(self, kind: str, text: str) -> None:
-        """One piece of the reply as it arrived: kind "text" or "reasoning"."""
+        """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
+        again after a cut stream (what was shown is discarded: the next attempt starts on a line of its own)."""
         if self.spinner:
             self.spinner.stop()
+        if kind == "restart":
+            self.end_line()
+            self.start()
+            return
         if kind == "reasoning":
             if self.reasoning_shown:
                 self.write(text, dim=True)
@@ -108,7 +114,7 @@ class LiveReply:
         """Show a leading <think> block dimmed; return the text after it, to be shown as the reply."""
         if self.thinking is None:
             held = (self.line + text).lstrip()
-            if THINK_OPEN.startswith(held):
+            if THINK_OPEN.startswith(held) and len(self.line) < MAX_HELD:
                 self.line += text
                 return ""
             self.thinking = held.startswith(THINK_OPEN)
@@ -139,7 +145,7 @@ class LiveReply:
                 if TOOL_LINE.match(self.line):
                     self.hiding = True
                     return
-                if newline or not MAYBE_TOOL_LINE.fullmatch(self.line):
+                if newline or len(self.line) > MAX_HELD or not MAYBE_TOOL_LINE.fullmatch(self.line):
                     self.line_is_text = True
                     self.emit(self.line)
                     self.line = ""

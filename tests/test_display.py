@@ -139,3 +139,22 @@ def test_colour_only_without_no_color(monkeypatch, no_color, colour):
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
     assert display.uses_colour(Screen(True)) is colour and display.uses_colour(Screen(False)) is False
+
+
+def test_a_restart_discards_the_state_of_the_cut_attempt():
+    screen = Screen(False)
+    live = LiveReply(screen)
+    live.start()
+    for kind, text in [("text", "Half.\ntool: read_file("), ("restart", ""), ("text", "Whole answer.")]:
+        live.show(kind, text)
+    live.finish()
+    assert screen.getvalue() == "Half.\nWhole answer.\n" and live.showed("Whole answer.")
+
+
+def test_a_long_line_of_marks_is_not_held_back_for_ever():
+    screen = Screen(False)
+    live = LiveReply(screen)
+    live.start()
+    for _ in range(1000):
+        live.show("text", "- ")
+    assert len(screen.getvalue()) > 1900

@@ -118,10 +118,11 @@ def test_done_without_a_finish_reason_is_a_whole_reply():
 def test_a_cut_stream_is_not_kept_and_is_asked_again(cut):
     with FakeEndpoint([cut, {"events": stream_events("Whole reply.")}]) as endpoint:
         client, lines = make_client(endpoint)
-        seen = []
-        reply = client.chat(MESSAGES, lambda kind, text: seen.append(text))
+        seen, kinds = [], []
+        reply = client.chat(MESSAGES, lambda kind, text: (seen.append(text), kinds.append(kind)))
     assert reply.text == "Whole reply." and len(endpoint.received) == 2
-    assert "".join(seen) == "Half a repWhole reply."  # what was shown first is said to be discarded:
+    assert kinds.count("restart") == 1 and "".join(seen[:kinds.index("restart")]) == "Half a rep"
+    assert "".join(seen) == "Half a repWhole reply."  # what was shown first is said to be discarded
     assert len(lines) == 1 and "the reply shown so far is discarded; retrying in" in lines[0]
 
 
