@@ -48,6 +48,7 @@ from workspace import Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
+INTERRUPTED = "Not run, or stopped before it finished: the user interrupted the task."
 
 
 # --- the loop ---
@@ -83,7 +84,12 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallRes
                        "Try something different, or answer with what you know.")
         if problem is None:
             log(f"→ {call.name}({describe_args(call.args)})")
-            result = run_tool(session.workspace, call.name, call.args)
+            try:
+                result = run_tool(session.workspace, call.name, call.args)
+            except KeyboardInterrupt:  # the history keeps the results of the calls that ran
+                session.context.add_results(results + [CallResult(later.name, getattr(later, "args", {}), False,
+                                                                  INTERRUPTED) for later in calls[index:]], [])
+                raise
             ok, output, n_ran = result.ok, result.output, n_ran + 1
             log(f"  {outcome(ok, output)}: {summarize(output)}")
         else:

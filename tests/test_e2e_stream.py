@@ -10,6 +10,7 @@ import time
 
 import pytest
 from fake_endpoint import FakeEndpoint, stream_events
+from frames import read_results
 from test_e2e import KEY, agent
 from test_e2e_terminal import Screen
 
@@ -171,3 +172,28 @@ def test_reset_tokens_model_and_an_unknown_command(install, project):
     second, third = endpoint.received[1].body, endpoint.received[2].body
     assert [m["content"] for m in second["messages"][1:]] == ["second"]  # a new conversation
     assert second["model"] == "fake-model" and third["model"] == "other-model"
+
+
+@linux_only
+def test_ctrl_c_during_a_tool_run_keeps_the_results_of_the_calls_that_ran(install, project):
+    calls = 'tool: read_file({"path": "greet.py"})\n' + CREATE_NOTES
+    with FakeEndpoint([streamed(calls), streamed("Next answer.")]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("read then write\n")
+        screen.expect("[a]lways: ")
+        screen.type("\x03")
+        screen.expect("Interrupted.\n")
+        screen.prompt()
+        screen.type("go on\n")
+        screen.expect("Next answer.")
+        screen.prompt()
+        screen.type("\x04")
+        assert screen.wait() == 0
+    messages = endpoint.received[-1].body["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
+    results = read_results(messages[3]["content"])
+    assert [(r["tool"], r["ok"]) for r in results] == [("read_file", True), ("edit_file", False)]
+    assert "Helo" in results[0]["output"] and "the user interrupted the task" in results[1]["output"]
+    assert (messages[4]["content"], messages[5]["content"]) == ("(The user interrupted that task.)", "go on")
+    assert not (project / "notes.md").exists()
