@@ -197,3 +197,12 @@ def test_ctrl_c_during_a_tool_run_keeps_the_results_of_the_calls_that_ran(instal
     assert "Helo" in results[0]["output"] and "the user interrupted the task" in results[1]["output"]
     assert (messages[4]["content"], messages[5]["content"]) == ("(The user interrupted that task.)", "go on")
     assert not (project / "notes.md").exists()
+
+
+@linux_only
+def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
+    with FakeEndpoint([streamed("The answer, live.", events={"reasoning": "hmm"})]) as endpoint:
+        screen = Screen(install, project, endpoint, "-p", "question")
+        assert screen.wait() == 0
+    assert screen.text.count("The answer, live.") == 1
+    assert screen.text.startswith("hmm\nThe answer, live.\n(")  # reasoning shown (TERM=dumb: not dimmed)
