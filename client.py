@@ -192,7 +192,7 @@ class Client:
             raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
         # Hand requests the body we read, then return the connection to the pool for the next call.
         try:
-            content_type = response.headers.get("Content-Type", "")
+            content_type = response.headers.get("Content-Type", "").lower()
             if response.status_code == 200 and content_type.startswith("text/event-stream"):
                 response.streamed = self._read_stream(response, give_up_at, on_delta)
                 response._content = b""
