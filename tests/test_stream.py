@@ -158,11 +158,11 @@ def test_a_400_naming_stream_options_is_retried_without_it_and_remembered():
 
 
 def test_the_read_timeout_is_the_longest_silence_between_bytes():
-    events = stream_events("slow but steady", pieces=8)
-    with FakeEndpoint([{"events": events, "pause": 0.15}, {"events": events[:3], "pause": 1.0}]) as endpoint:
-        client, lines = make_client(endpoint, read_timeout=0.5, max_retries=0)
-        assert client.chat(MESSAGES).text == "slow but steady"  # 1.6 s in all, never 0.5 s silent
-        with pytest.raises(ChatError, match="no data for 0.5 s"):
+    events = stream_events("slow but steady", pieces=4)
+    with FakeEndpoint([{"events": events, "pause": 0.1}, {"events": events[:3], "pause": 1.0}]) as endpoint:
+        client, lines = make_client(endpoint, read_timeout=0.3, max_retries=0)
+        assert client.chat(MESSAGES).text == "slow but steady"  # 0.7 s in all, never 0.3 s silent
+        with pytest.raises(ChatError, match="no data for 0.3 s"):
             client.chat(MESSAGES)
 
 
