@@ -206,12 +206,27 @@ class Client:
     def _read_stream(self, response: requests.Response, give_up_at: float,
                      on_delta: Callable[[str, str], None] | None) -> Reply:
         """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
+        chunks = self._read_body(response, give_up_at)
         try:
-            streamed = read_stream(self._read_body(response, give_up_at), on_delta)
+            streamed = read_stream(chunks, on_delta)
+            # [DONE] comes just before the body's end: reading that too lets the connection serve the next
+            # request. A server that keeps the stream open after [DONE] loses the connection after a second.
+            timer = threading.Timer(1.0, shut_down, [response.raw])
+            timer.daemon = True
+            timer.start()
+            try:
+                for _ in chunks:
+                    pass
+            except (requests.RequestException, ChatError):
+                pass  # the reply is whole: only the connection is lost
+            finally:
+                timer.cancel()
         except StreamCut as error:  # like a dropped connection: nothing of it is kept, and it is asked again
             raise CutStream(str(error)) from None
         except StreamError as error:
             raise ChatError(f"200 from {self.url} carrying {one_line(str(error))}") from None
+        finally:
+            chunks.close()  # ends _read_body, and with it the deadline timer
         return Reply(text="".join(streamed.text), finish_reason=streamed.finish_reason,
                      usage=token_counts(streamed.usage), native_calls=streamed.native_calls,
                      reasoning="".join(streamed.reasoning), streamed=True)

@@ -15,6 +15,7 @@ or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-En
                                 # "data: [DONE]", "error: {...}"); each is followed by a blank line
      "split": 3,                # write the stream in pieces of this many bytes (a character split between them)
      "pause": 0.01,             # seconds to wait after each piece (each event, without "split")
+     "linger": 5,               # seconds to wait after the last event before ending the body
      "hang_up": True}           # close the connection after the events, without ending the chunked body
 `stream_events()` makes the events of a reply. `sent` records (time.monotonic(), piece) for each piece of a
 stream as it is written, for the benchmark.
@@ -166,6 +167,7 @@ class FakeEndpoint:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
                     time.sleep(item.get("pause", 0))
+                time.sleep(item.get("linger", 0))
                 if item.get("hang_up"):
                     self.close_connection = True
                 else:

@@ -141,6 +141,23 @@ def test_an_error_event_in_a_200_stream_is_one_line():
     assert len(endpoint.received) == 1  # the server answered: asking again would cost a whole reply more
 
 
+def test_a_session_of_streams_keeps_one_connection():
+    with FakeEndpoint([{"events": stream_events(word)} for word in ("One.", "Two.", "Three.")]) as endpoint:
+        client, _ = make_client(endpoint)
+        assert [client.chat(MESSAGES).text for _ in range(3)] == ["One.", "Two.", "Three."]
+    assert endpoint.n_connections == 1
+
+
+def test_a_stream_held_open_after_done_costs_a_second_at_most():
+    with FakeEndpoint([{"events": stream_events("Done."), "linger": 5}, {"events": stream_events("Next.")}]) as endpoint:
+        client, lines = make_client(endpoint)
+        started = time.monotonic()
+        assert client.chat(MESSAGES).text == "Done."
+        assert time.monotonic() - started < 2
+        assert client.chat(MESSAGES).text == "Next." and lines == []  # on a new connection
+    assert endpoint.n_connections == 2
+
+
 def test_a_server_answering_plain_json_to_a_stream_request_still_works():
     with FakeEndpoint(["Not streamed."]) as endpoint:
         reply = make_client(endpoint)[0].chat(MESSAGES, lambda kind, text: pytest.fail("nothing was streamed"))
