@@ -126,9 +126,9 @@ def test_where_the_live_text_and_the_spinner_go(monkeypatch, stdout_tty, stderr_
     monkeypatch.setattr(sys, "stdout", streams["stdout"])
     monkeypatch.setattr(sys, "stderr", streams["stderr"])
     monkeypatch.setenv("TERM", term)
+    monkeypatch.setattr(display, "active", None)  # restored after the test: for_terminal sets it
     live = LiveReply.for_terminal()
-    assert live.output is streams[live_on] and (live.spinner is not None) == spinner
-    monkeypatch.setattr(display, "active", None)
+    assert live.output is streams[live_on] and (live.spinner is not None) == spinner and display.active is live
 
 
 @pytest.mark.parametrize("no_color, colour", [(None, True), ("1", False)])
