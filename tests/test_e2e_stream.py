@@ -206,3 +206,11 @@ def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
         assert screen.wait() == 0
     assert screen.text.count("The answer, live.") == 1
     assert screen.text.startswith("hmm\nThe answer, live.\n(")  # reasoning shown (TERM=dumb: not dimmed)
+
+
+def test_a_resumed_session_carries_on_from_the_reset(install, project):
+    with FakeEndpoint([streamed("One."), streamed("Two."), streamed("Three.")]) as endpoint:
+        assert agent(install, project, endpoint, stdin="first\n/reset\nsecond\n").returncode == 0
+        resumed = agent(install, project, endpoint, "--resume", "-p", "third")
+    assert resumed.returncode == 0 and resumed.stdout == "Three.\n"
+    assert [m["content"] for m in endpoint.received[-1].body["messages"][1:]] == ["second", "Two.", "third"]
