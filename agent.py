@@ -38,8 +38,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from client import ChatError, Client, Reply
+from commands import LeaveSession, is_command, run_command
 from config import MODES, Config, ConfigError, load_config
 from context import CallResult, Context
+from display import LiveReply, make_room
 from guard import DEFAULT_RULES, parse_rules
 from instructions import Instructions, load_instructions
 from permissions import Permissions, describe
@@ -52,6 +54,7 @@ from workspace import ToolError, Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
+INTERRUPTED = "Not run, or stopped before it finished: the user interrupted the task."
 
 
 # --- the loop ---
@@ -88,7 +91,12 @@ def run_calls(session: Session, calls: list[ToolCall | BadCall]) -> list[CallRes
                        "Try something different, or answer with what you know.")
         if problem is None:
             session.say(f"→ {call.name}({describe_args(call.args)})")
-            result = run_tool(session.workspace, call.name, call.args)
+            try:
+                result = run_tool(session.workspace, call.name, call.args)
+            except KeyboardInterrupt:  # the history keeps the results of the calls that ran
+                session.context.add_results(results + [CallResult(later.name, getattr(later, "args", {}), False,
+                                                                  INTERRUPTED) for later in calls[index:]], [])
+                raise
             ok, output, n_ran = result.ok, result.output, n_ran + 1
             session.say(f"  {outcome(ok, output)}: {summarize(output)}")
         else:
@@ -151,6 +159,9 @@ class Session:
     permissions: Permissions = field(default_factory=Permissions)  # the mode: which tools, what is asked
     instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
     indent: str = ""  # a sub-agent's activity is shown indented under the parent's delegate call
+    display: LiveReply | None = None  # shows each turn's reply as it streams in; None shows nothing
+    n_requests: int = 0  # model calls so far
+    n_estimated: int = 0  # model calls whose tokens we estimated: the server reported none
 
     def __post_init__(self):
         self.context = Context(self.messages, self.config.context_tokens, self.call_model, self.transcript, self.say)
@@ -176,11 +187,31 @@ class Session:
 
     def call_model(self, messages: list[dict]) -> Reply:
         """One model call (a turn, or a summary for compaction), its tokens added to the session's count."""
-        reply = self.client.chat(messages)
-        for key in self.tokens:
-            value = reply.usage.get(key) if isinstance(reply.usage, dict) else None
-            self.tokens[key] += value if isinstance(value, int) and value > 0 else 0
+        display = self.display if messages is self.messages else None  # a turn is shown as it comes; a summary not
+        if display is None:
+            reply = self.client.chat(messages)
+        else:
+            display.start()
+            try:
+                reply = self.client.chat(messages, display.show)
+            finally:  # also when interrupted: the next line starts on a line of its own
+                display.finish()
+        self.count_tokens(messages, reply)
         return reply
+
+    def count_tokens(self, messages: list[dict], reply: Reply) -> None:
+        """Add a call's tokens to the session's count: the server's, or our estimate when it reports none
+        (llama.cpp's server sends no usage in a stream)."""
+        self.n_requests += 1
+        usage = reply.usage if isinstance(reply.usage, dict) else {}
+        if not isinstance(usage.get("prompt_tokens"), int):
+            self.n_estimated += 1
+            per_token = self.context.budget.bytes_per_token
+            usage = {"prompt_tokens": self.context.budget.estimate(messages),
+                     "completion_tokens": round(len(reply.text.encode("utf-8", errors="replace")) / per_token)}
+        for key in self.tokens:
+            value = usage.get(key)
+            self.tokens[key] += value if isinstance(value, int) else 0
 
     def resume(self, loaded: Loaded) -> None:
         """Take up a transcript's history after the system prompt, and close what a crash left open."""
@@ -301,6 +332,7 @@ def log(line: str) -> None:
     What is logged holds the model's and the files' text: escape codes in it could rewrite the screen or
     the clipboard, so they are shown, not sent.
     """
+    make_room()  # the spinner, or a streamed line not yet ended, must not run into the log line
     print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
 
 
@@ -312,7 +344,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
-               "PLAINAGENT_MODE, PLAINAGENT_DENY), "
+               "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM), "
                ".env in the current directory, .env next to agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
@@ -324,6 +356,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
     parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
     parser.add_argument("--max-steps", type=int, metavar="N", help="model calls per task (default 30)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="ask for whole replies instead of streamed ones (PLAINAGENT_STREAM=off)")
     parser.add_argument("--context-tokens", type=int, metavar="N",
                         help="most tokens one request may hold (default 32000)")
     parser.add_argument("--log", type=Path, metavar="FILE", help="the transcript file (default: a new one in "
@@ -346,12 +380,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log)
-    client = Client(config.base_url, config.api_key, config.model, stop=config.stop, log=log)
+    client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     workspace = Workspace(config.workspace, permissions, secret=config.api_key,
                           deny_rules=DEFAULT_RULES + parse_rules(config.deny))
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = Session(config, client, workspace, transcript=transcript, permissions=permissions,
-                      instructions=instructions)
+                      instructions=instructions, display=LiveReply.for_terminal())
     prompt_tokens, budget = session.context.budget.estimate(session.messages[:1]), session.context.budget.tokens
     if instructions and prompt_tokens > budget // 4:  # every request carries it, and compaction cannot shrink it
         log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "
@@ -394,7 +428,7 @@ def attempt(session: Session, task: str) -> int:
         session.record_ending("The user interrupted that task.")
         return 130
     except (ChatError, TaskStopped) as error:
-        if partial := getattr(error, "partial", ""):
+        if (partial := getattr(error, "partial", "")) and not (session.display and session.display.showed(partial)):
             log(partial)
         line = session.workspace.redact(str(error))  # a server may echo the key back
         log(f"plainagent: {line}")
@@ -405,10 +439,17 @@ def attempt(session: Session, task: str) -> int:
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")
         return 1
-    print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
-    tokens = session.tokens
-    log(f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far)")
+    if not (session.display and session.display.showed(answer, sys.stdout)):  # a terminal saw it streamed already
+        print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
+    log(describe_tokens(session))
     return 0
+
+
+def describe_tokens(session: Session) -> str:
+    """'(1,200 prompt + 300 completion tokens so far)', saying which counts are our estimates."""
+    tokens, n_estimated = session.tokens, session.n_estimated
+    which = "" if not n_estimated else ", estimated" if n_estimated == session.n_requests else ", partly estimated"
+    return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"
 
 
 def repl(session: Session) -> int:
@@ -417,8 +458,7 @@ def repl(session: Session) -> int:
         f"mode {mode} ({describe(mode)})\n"
         + "".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
                   for given in session.instructions)
-        + "Type a task. /undo reverts the last write, /compact shrinks the history, /mode NAME switches the mode; "
-        "exit, quit or Ctrl-D leaves.")
+        + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
         try:
@@ -430,19 +470,14 @@ def repl(session: Session) -> int:
             return 0
         if not is_text(task):
             log("plainagent: that line is not UTF-8 text, so it was not sent.")
-        elif task == "/undo":
-            undone = session.workspace.undo()  # one line, for the user and the model alike
-            log(undone)
-            session.notes.append(f"The user ran /undo: {undone}")
-        elif task == "/mode" or task.startswith("/mode "):
-            log(session.switch_mode(task.removeprefix("/mode").strip()))
-        elif task == "/compact":  # now, whatever the size: older results become stubs, older turns a summary
-            try:
-                log(session.context.compact(force=True) or "Nothing to compact yet.")
-            except KeyboardInterrupt:
-                log("Interrupted; the history is unchanged.")
-        else:
+            continue
+        if not is_command(task):
             attempt(session, task)
+            continue
+        try:
+            log(run_command(session, task))  # /help, /undo, /reset, /tokens, /model, /compact
+        except LeaveSession:
+            return 0
 
 
 

@@ -24,12 +24,16 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
+from stream import StreamCut, StreamError, read_stream
+
 # Statuses worth another try: the request may well succeed a moment later. 400/401/403/404/422 never do.
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 # Words in a 429's error code/type that mean "out of money", not "too fast": waiting will not help.
 QUOTA_WORDS = ("quota", "insufficient", "billing", "credit", "balance")
 # Model families that reject the `stop` parameter outright (OpenAI reasoning models).
 NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+# Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it.
+OPTIONAL_PARAMETERS = ("stream_options", "stop")
 # How a JSON value is named in an error line.
 JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
               bool: "true or false", type(None): "null"}
@@ -54,6 +58,8 @@ class Reply:
     finish_reason: str | None = None  # "stop", "length", ...
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens, ...: the counts reported
     native_calls: list[str] = field(default_factory=list)  # names in message.tool_calls: a format we never ask for
+    reasoning: str = ""  # reasoning the server sent apart from the text (reasoning_content): shown, never sent back
+    streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
 
 
 def chat_url(base_url: str) -> str:
@@ -84,6 +90,7 @@ class Client:
         max_retries: int = 3,  # further attempts after the first, on retryable failures only
         retry_after_cap: float = 60.0,  # longest Retry-After we wait out; longer ones fail at once
         stop: list[str] | None = None,  # stop sequences; None sends none
+        stream: bool = False,  # ask for the reply as server-sent events, to show it as it is written
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
     ):
@@ -97,6 +104,8 @@ class Client:
         self.retry_after_cap = retry_after_cap
         # Sending `stop` to a model that rejects it costs a 400 on every call; leave it out up front.
         self.stop = stop if stop and not NO_STOP_MODELS.match(model.rsplit("/", 1)[-1]) else None
+        self.stream = stream
+        self.stream_options = True  # ask for the usage at the end of a stream; dropped if the server rejects it
         self.sleep = sleep
         self.log = log
         self.session = requests.Session()
@@ -108,28 +117,40 @@ class Client:
                                  "(a pasted '…', a space or a line break?); copy the key again")
             self.session.headers["Authorization"] = f"Bearer {api_key}"
 
-    def chat(self, messages: list[dict]) -> Reply:
-        """Send the conversation, return the assistant's reply, or raise ChatError with one clear line."""
+    def chat(self, messages: list[dict], on_delta: Callable[[str, str], None] | None = None) -> Reply:
+        """Send the conversation, return the assistant's reply, or raise ChatError with one clear line.
+
+        When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning", and
+        ("restart", "") before the request is sent again after a failed attempt.
+        """
         body: dict = {"model": self.model, "messages": messages}
         if self.stop:
             body["stop"] = self.stop
-        response = self._post_with_retries(body)
-        if response.status_code == 400 and self.stop and "stop" in server_message(response).lower():
-            # The model refuses `stop`: it was only an optimisation, so drop it for the rest of the session.
-            self.log(f"{self.model} rejects the 'stop' parameter; sending requests without it")
-            self.stop = None
-            del body["stop"]
-            response = self._post_with_retries(body)
+        if self.stream:
+            body["stream"] = True
+            if self.stream_options:
+                body["stream_options"] = {"include_usage": True}
+        response = self._post_with_retries(body, on_delta)
+        while response.status_code == 400 and (rejected := rejected_parameter(body, response)):
+            # `stop` and the usage at the end of a stream are only optimisations: do without for the session.
+            self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests without it")
+            setattr(self, rejected, None if rejected == "stop" else False)
+            del body[rejected]
+            response = self._post_with_retries(body, on_delta)
         if response.status_code != 200:
             raise ChatError(self._describe_failure(response), response.status_code, server_message(response))
+        if streamed := getattr(response, "streamed", None):
+            return streamed
         return parse_completion(response, self.url)
 
-    def _post_with_retries(self, body: dict) -> requests.Response:
+    def _post_with_retries(self, body: dict, on_delta: Callable[[str, str], None] | None = None) -> requests.Response:
         """POST until a response that is final: success, a non-retryable status, or retries spent."""
         for attempt in range(self.max_retries + 1):
             last_try = attempt == self.max_retries
+            if attempt and on_delta:
+                on_delta("restart", "")  # what an earlier attempt streamed is discarded
             try:
-                response = self._post(body)
+                response = self._post(body, on_delta)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
                 # A connection that broke may be a hiccup; a refusal (nothing listening, no such host, a
                 # certificate we cannot trust) is an answer, and so is a timeout: a server silent for minutes
@@ -138,7 +159,10 @@ class Client:
                 if last_try or not hiccup:
                     raise ChatError(describe_connection_error(error, self.url)) from None
                 delay = self._backoff(attempt)
-                self.log(f"connection broke talking to {self.url}; retrying in {delay:.1f} s")
+                reason = "the reply's stream ended before the reply did" if isinstance(error, CutStream) \
+                    else "connection broke"
+                discarded = "; the reply shown so far is discarded" if body.get("stream") else ""
+                self.log(f"{reason} talking to {self.url}{discarded}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
                 raise ChatError(f"Request to {self.url} failed: {error}") from None
             else:
@@ -157,8 +181,11 @@ class Client:
             self.sleep(delay)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _post(self, body: dict) -> requests.Response:
-        """One POST, its body read whole within the deadline (requests' timeouts only bound each socket wait)."""
+    def _post(self, body: dict, on_delta: Callable[[str, str], None] | None = None) -> requests.Response:
+        """One POST, its body read whole within the deadline (requests' timeouts only bound each socket wait).
+
+        A streamed reply is read event by event as it arrives, and left on the response as `streamed`.
+        """
         give_up_at = time.monotonic() + self.deadline
         try:
             # No redirects: requests would follow a 301/302 as a GET without the body, and a provider moving
@@ -169,11 +196,44 @@ class Client:
             raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
         # Hand requests the body we read, then return the connection to the pool for the next call.
         try:
-            response._content = b"".join(self._read_body(response, give_up_at))
+            content_type = response.headers.get("Content-Type", "").lower()
+            if response.status_code == 200 and content_type.startswith("text/event-stream"):
+                response.streamed = self._read_stream(response, give_up_at, on_delta)
+                response._content = b""
+            else:  # an error, or a server that answers a request to stream with the whole reply at once
+                response._content = b"".join(self._read_body(response, give_up_at))
         finally:
             response.close()
         response._content_consumed = True
         return response
+
+    def _read_stream(self, response: requests.Response, give_up_at: float,
+                     on_delta: Callable[[str, str], None] | None) -> Reply:
+        """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
+        chunks = self._read_body(response, give_up_at)
+        try:
+            streamed = read_stream(chunks, on_delta)
+            # [DONE] comes just before the body's end: reading that too lets the connection serve the next
+            # request. A server that keeps the stream open after [DONE] loses the connection after a second.
+            timer = threading.Timer(1.0, shut_down, [response.raw])
+            timer.daemon = True
+            timer.start()
+            try:
+                for _ in chunks:
+                    pass
+            except (requests.RequestException, ChatError):
+                pass  # the reply is whole: only the connection is lost
+            finally:
+                timer.cancel()
+        except StreamCut as error:  # like a dropped connection: nothing of it is kept, and it is asked again
+            raise CutStream(str(error)) from None
+        except StreamError as error:
+            raise ChatError(f"200 from {self.url} carrying {one_line(str(error))}") from None
+        finally:
+            chunks.close()  # ends _read_body, and with it the deadline timer
+        return Reply(text="".join(streamed.text), finish_reason=streamed.finish_reason,
+                     usage=token_counts(streamed.usage), native_calls=streamed.native_calls,
+                     reasoning="".join(streamed.reasoning), streamed=True)
 
     def _read_body(self, response: requests.Response, give_up_at: float) -> Iterator[bytes]:
         """Yield the body as it arrives, decoded, until its end or the deadline; the one way bodies are read.
@@ -236,6 +296,16 @@ class Client:
         if status == 429 and is_quota_exhausted(response):
             return f"{where}: quota or credit exhausted; check your plan and billing. {message}".rstrip()
         return f"{where}: {message or one_line(response.reason or '')}"
+
+
+class CutStream(requests.exceptions.ChunkedEncodingError):
+    """A stream that ended without [DONE] or a finish_reason: retried like a connection that broke."""
+
+
+def rejected_parameter(body: dict, response: requests.Response) -> str | None:
+    """The optional parameter a 400 names, if we sent it: 'Unsupported parameter: stop'."""
+    message = server_message(response).lower()
+    return next((name for name in OPTIONAL_PARAMETERS if name in body and name in message), None)
 
 
 def shut_down(raw: urllib3.response.HTTPResponse) -> None:

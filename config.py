@@ -28,6 +28,7 @@ class Config:
     model: str = ""  # OPENAI_MODEL
     max_steps: int = 30  # PLAINAGENT_MAX_STEPS: model calls per task
     stop: list[str] = field(default_factory=lambda: ["\ntool_result("])  # PLAINAGENT_STOP: JSON list, or "off"
+    stream: bool = True  # PLAINAGENT_STREAM (on/off), --no-stream: show replies as they are written
     context_tokens: int = 32_000  # PLAINAGENT_CONTEXT_TOKENS: the most one request may hold, estimated in tokens
     log: Path | None = None  # --log: the transcript file (default: a new one in the state directory)
     resume: str | None = None  # --resume: "" for this workspace's latest session, or a transcript file
@@ -44,7 +45,7 @@ class ConfigError(Exception):
 ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL",
             "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
             "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
-            "deny": "PLAINAGENT_DENY"}  # Config field -> variable
+            "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM"}  # Config field -> variable
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 MODES = ("ask", "read-only", "edits", "yes")  # permissions.py says what each asks
 
@@ -81,6 +82,8 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     if args.yes and args.mode not in (None, "yes"):
         raise ConfigError(f"-y is --mode yes, and --mode {args.mode} says otherwise: give one of them.")
     config.mode = "yes" if args.yes else args.mode or config.mode
+    if getattr(args, "no_stream", False):
+        config.stream = False
     check_config(config)
     return config
 
@@ -105,6 +108,10 @@ def parse_setting(name: str, variable: str, value: str):
             if int(value) < least:
                 raise ConfigError(f"{variable}={value}: it must be at least {least}.")
             return int(value)
+        if name == "stream":
+            if value.strip().lower() not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
+                raise ConfigError(f"{variable}={value!r}: use on or off.")
+            return value.strip().lower() in ("on", "1", "true", "yes")
         if name == "stop":
             stop = [] if value.strip().lower() == "off" else json.loads(value)
             if not (isinstance(stop, list) and all(isinstance(item, str) for item in stop)):

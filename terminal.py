@@ -1,5 +1,8 @@
 """The terminal front end: the REPL's prompt, and the question asked before each write or command.
 
+At the prompt: line editing and a history kept across runs (in the user's state directory, never in the
+workspace), a pasted block of lines taken as one task, and a line ending in a backslash going on on the next.
+
 Everything shown for approval was written by the model, so it is shown as data, never as instructions to the
 terminal: a carriage return, an escape sequence or a bidi override in a command could otherwise redraw the
 line and show the user something other than what will run. The question is asked on the terminal itself
@@ -11,9 +14,12 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from transcript import state_dir
 
 try:
     import fcntl
@@ -21,6 +27,8 @@ try:
 except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
     termios = None
 
+PASTE_WAIT = 0.03  # seconds: lines arriving this soon after the one before were pasted with it, not typed
+HISTORY_LENGTH = 1000  # tasks kept in the history file
 PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
 PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
 NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
@@ -259,18 +267,22 @@ class TaskReader:
     leaves (as do Ctrl-D, exit and quit), so one stray key never ends a session and loses its conversation.
     """
 
-    def __init__(self, stdin=None):
-        self.interactive = (stdin or sys.stdin).isatty()
+    def __init__(self, stdin=None, history: Path | None = None):
+        self.stdin = stdin or sys.stdin
+        self.interactive = self.stdin.isatty()
         self.prompt = "> " if self.interactive else ""  # piped tasks get no prompt, so stdout holds only answers
         self.readline = load_readline() if self.interactive else None
+        self.history = history or state_dir() / "history"
         self.warned = False  # the last key at the prompt was a Ctrl-C on an empty line
+        if self.readline:
+            self.load_history()
 
     def read(self) -> str | None:
         """The next task, or None when the user leaves. When stdin is not a terminal, Ctrl-C raises
         KeyboardInterrupt: a script being fed in is stopped, as any pipeline would be."""
         while True:
             try:
-                task = input(self.prompt).strip()
+                task = self.read_task().strip()
             except EOFError:
                 self.end_line()  # before the shell's prompt
                 return None
@@ -285,6 +297,48 @@ class TaskReader:
                 return None
             if task:
                 return task
+
+    def read_task(self) -> str:
+        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto."""
+        lines = [input(self.prompt)]
+        while True:
+            try:
+                if lines[-1].endswith("\\"):
+                    lines[-1] = lines[-1][:-1]
+                    lines.append(input("... " if self.interactive else ""))
+                elif self.interactive and self.more_pasted():
+                    lines.append(input(""))
+                else:
+                    break
+            except EOFError:  # the end of the input after a trailing backslash: the task is what came
+                break
+        self.save_history()
+        return "\n".join(lines)
+
+    def more_pasted(self) -> bool:
+        """True if another line is already waiting: it came in one paste with the line just read."""
+        try:
+            return bool(select.select([self.stdin], [], [], PASTE_WAIT)[0])
+        except (OSError, ValueError):  # no file descriptor to wait on
+            return False
+
+    def load_history(self) -> None:
+        self.readline.set_history_length(HISTORY_LENGTH)
+        try:
+            self.readline.read_history_file(self.history)
+        except OSError:  # none yet, or unreadable: start with an empty one
+            pass
+
+    def save_history(self) -> None:
+        """Write the history file (the user's only: tasks can hold anything), so the next run has it."""
+        if not self.readline:
+            return
+        try:
+            self.history.parent.mkdir(parents=True, exist_ok=True)
+            self.history.touch(mode=0o600)
+            self.readline.write_history_file(self.history)
+        except OSError:  # a read-only home: history is a convenience, never a reason to fail
+            pass
 
     def leave_after_interrupt(self) -> bool:
         half_typed = self.readline.get_line_buffer().strip() if self.readline else ""

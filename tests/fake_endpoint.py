@@ -10,6 +10,15 @@ returning an item (a model, or a server with limits, that answers what it is sen
      "encoding": "gzip",        # compress the body: "gzip" or "deflate", with the Content-Encoding header
      "chunked": 7,              # send with Transfer-Encoding: chunked, in pieces of this many bytes
      "drop": True}              # close the connection without answering
+or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-Encoding: chunked):
+    {"events": [...],           # each a dict, sent as `data: {json}`, or a str sent as it is (": keep-alive",
+                                # "data: [DONE]", "error: {...}"); each is followed by a blank line
+     "split": 3,                # write the stream in pieces of this many bytes (a character split between them)
+     "pause": 0.01,             # seconds to wait after each piece (each event, without "split")
+     "linger": 5,               # seconds to wait after the last event before ending the body
+     "hang_up": True}           # close the connection after the events, without ending the chunked body
+`stream_events()` makes the events of a reply. `sent` records (time.monotonic(), piece) for each piece of a
+stream as it is written, for the benchmark.
 """
 
 from __future__ import annotations
@@ -45,6 +54,27 @@ def completion(text: str | None, finish_reason: str = "stop", usage: dict | None
     }
 
 
+def stream_events(text: str, pieces: int = 3, finish_reason: str | None = "stop", usage: dict | None = None,
+                  done: bool = True, reasoning: str = "") -> list:
+    """The events of a streamed reply: a role delta, the reasoning then `text` in about `pieces` deltas each,
+    a last delta with `finish_reason`, a usage chunk whose choices are [] (when `usage`), then [DONE]."""
+    def chunk(delta: dict, finish: str | None = None) -> dict:
+        return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "model": "fake",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def deltas(whole: str, key: str) -> list:
+        size = max(1, -(-len(whole) // pieces))
+        return [chunk({key: whole[start:start + size]}) for start in range(0, len(whole), size)]
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += deltas(reasoning, "reasoning_content") + deltas(text, "content")
+    if finish_reason:
+        events.append(chunk({}, finish_reason))
+    if usage:
+        events.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+    return events + (["data: [DONE]"] if done else [])
+
+
 def split_chunks(data: bytes, size: int) -> list[bytes]:
     """`data` in pieces of `size` bytes, cut where the count falls (inside a UTF-8 character too)."""
     return [data[start:start + size] for start in range(0, len(data), size)]
@@ -65,6 +95,7 @@ class FakeEndpoint:
         self.script = list(script)
         self.received: list[Received] = []
         self.n_connections = 0
+        self.sent: list[tuple[float, bytes]] = []
         self.lock = threading.Lock()
         endpoint = self
 
@@ -92,6 +123,8 @@ class FakeEndpoint:
                 time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests
                 if item.get("drop"):
                     self.close_connection = True  # the handler returns, and the socket closes unanswered
+                elif "events" in item:
+                    self.stream(item)
                 else:
                     self.answer(item)
 
@@ -118,6 +151,27 @@ class FakeEndpoint:
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+
+            def stream(self, item: dict) -> None:
+                events = [(f"data: {json.dumps(event, ensure_ascii=False)}" if isinstance(event, dict) else event)
+                          .encode() + b"\n\n" for event in item["events"]]
+                pieces = split_chunks(b"".join(events), item["split"]) if item.get("split") else events
+                self.send_response(item.get("status", 200))
+                for name, value in ({"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                     "Transfer-Encoding": "chunked"} | item.get("headers", {})).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.flush()
+                for piece in pieces:
+                    endpoint.sent.append((time.monotonic(), piece))  # the moment it starts on its way
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.flush()
+                    time.sleep(item.get("pause", 0))
+                time.sleep(item.get("linger", 0))
+                if item.get("hang_up"):
+                    self.close_connection = True
+                else:
+                    self.wfile.write(b"0\r\n\r\n")
 
             def log_message(self, *args):  # keep test output clean
                 pass

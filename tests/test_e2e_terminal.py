@@ -9,6 +9,7 @@ import time
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
+from frames import read_results
 from test_e2e import KEY
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
@@ -144,8 +145,9 @@ def test_ctrl_c_at_the_question_ends_the_task_on_a_line_of_its_own(install, proj
         assert screen.wait() == 0
     assert not (project / "notes.md").exists()
     contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
-    assert contents == ["write notes", CREATE_NOTES, "(The user interrupted that task. The tool calls in your last "
-                                                     "reply may not all have run.)\n\ngo on"]
+    assert contents[:2] + contents[3:] == ["write notes", CREATE_NOTES, "(The user interrupted that task.)", "go on"]
+    assert read_results(contents[2]) == [{"tool": "edit_file", "ok": False, "output": "Not run, or stopped before it "
+                                          "finished: the user interrupted the task."}]
 
 
 @pytest.mark.parametrize("stderr", ["terminal", "log"])

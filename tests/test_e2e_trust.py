@@ -73,7 +73,7 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(insta
     banner = repl.stderr.splitlines()
     assert banner[0].endswith(", mode edits (applies edits without asking, asks before commands)")
     assert banner[1] == "Instructions from AGENTS.md"
-    assert banner[2].startswith("Type a task.") and "/mode NAME" in banner[2]
+    assert banner[2].startswith("Type a task") and "/help lists the commands" in banner[2]
     assert json.dumps(endpoint.received[0].body).count("Always use tabs") == 1
 
 

@@ -1,0 +1,94 @@
+"""The REPL's slash commands: /help, /reset, /undo, /tokens, /model, /mode, /compact, /exit.
+
+A command is one function: its name after the slash is the command, its docstring the help line, and what
+it returns is the line shown to the user (on stderr, like all activity). Commands act on the session between
+tasks; the model hears of what changed its world (an undone write) with the next task.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class LeaveSession(Exception):
+    """The user asked to leave (/exit)."""
+
+
+def is_command(line: str) -> bool:
+    """A slash and a word, alone or with an argument: "/undo", "/model gpt-4o". "/usr/bin/python fails" is a task."""
+    return re.fullmatch(r"/[A-Za-z]+(\s.*)?", line, re.DOTALL) is not None
+
+
+def run_command(session, line: str) -> str:
+    """Run one slash command; returns what to show. An unknown command gets the list of known ones."""
+    name, _, argument = line.strip().partition(" ")
+    command = COMMANDS.get(name[1:].lower())
+    if command is None:
+        return f"Unknown command {name}. Commands: {', '.join('/' + known for known in COMMANDS)} (/help says more)."
+    return command(session, argument.strip())
+
+
+def help(session, argument: str) -> str:
+    """/help: this list."""
+    return "\n".join(command.__doc__ for command in COMMANDS.values())
+
+
+def reset(session, argument: str) -> str:
+    """/reset: start a new conversation (same model and settings; files and /undo stay as they are)."""
+    del session.messages[1:]  # the system prompt stays
+    session.context.results = {}
+    session.notes.clear()
+    # Recorded as a compaction down to the system prompt, so --resume carries on from the new conversation.
+    session.transcript.write("compaction", done=["/reset"], before=0, after=0, messages=session.messages, results={})
+    return "New conversation: the model remembers nothing of the earlier tasks."
+
+
+def undo(session, argument: str) -> str:
+    """/undo: put back the file the agent's last write changed, byte for byte; again for the write before."""
+    undone = session.workspace.undo()  # one line, for the user and the model alike
+    if not undone.startswith("Nothing to undo"):
+        session.notes.append(f"The user ran /undo: {undone}")
+    return undone
+
+
+def tokens(session, argument: str) -> str:
+    """/tokens: the requests and tokens of this session so far, and whether the server reported them."""
+    counts, n_requests, n_estimated = session.tokens, session.n_requests, session.n_estimated
+    if not n_requests:
+        return "No requests yet."
+    which = ("as the server reported them" if not n_estimated else "estimated: the server reported none"
+             if n_estimated == n_requests else f"{n_estimated} of the requests estimated: the server reported none")
+    return (f"{n_requests:,} request{'s' * (n_requests != 1)}: {counts['prompt_tokens']:,} prompt + "
+            f"{counts['completion_tokens']:,} completion tokens ({which}).")
+
+
+def model(session, argument: str) -> str:
+    """/model NAME: use model NAME for the next requests (without NAME: say which is in use)."""
+    if not argument:
+        return f"The model is {session.client.model}. /model NAME changes it."
+    if any(char.isspace() or not char.isprintable() for char in argument):
+        return f"Not changed: a model name has no spaces ({argument!r})."
+    session.client.model = session.config.model = argument
+    return f"The next requests go to {argument}."
+
+
+def mode(session, argument: str) -> str:
+    """/mode NAME: how much to ask before writes and commands: ask, read-only, edits or yes (without NAME: which)."""
+    return session.switch_mode(argument)
+
+
+def compact(session, argument: str) -> str:
+    """/compact: shrink the history now: older tool results become stubs, older turns a summary."""
+    try:
+        return session.context.compact(force=True) or "Nothing to compact yet."
+    except KeyboardInterrupt:
+        return "Interrupted; the history is unchanged."
+
+
+def exit(session, argument: str) -> str:
+    """/exit: leave (so do exit, quit and Ctrl-D)."""
+    raise LeaveSession
+
+
+# name -> function, in the order /help lists them
+COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, mode, compact, exit)}

@@ -1,0 +1,224 @@
+"""What the user sees while the model writes: its reply as it streams in, and a spinner until the first byte.
+
+The text goes where the answer goes when that is a terminal (stdout); when stdout is a pipe, it must carry
+exactly the final answer, so the live text goes to stderr instead and logs of unattended runs show progress.
+A reply's tool calls are not echoed: from the first `tool: NAME(` line on the rest of the reply is held back,
+and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Reasoning (a `reasoning_content`
+stream, or a leading `<think>` block) is shown dimmed, and only on a terminal. Everything shown was written by
+the model, so it goes through `escape` like every other untrusted text: no escape sequence reaches the screen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+import time
+from typing import TextIO
+
+from terminal import escape
+from toolcalls import PREFIX
+
+# A line that calls a tool: `tool: NAME(`, behind any list marker, quote or emphasis the parser accepts.
+TOOL_LINE = re.compile(PREFIX + r"[`*_]*tool[`*_]*:[`*_ \t]*[A-Za-z_][\w.-]*[`*]*[ \t]*\(", re.IGNORECASE)
+# The start of a line that may still turn out to be one: it is held back until it is clear.
+MAYBE_TOOL_LINE = re.compile(r"[ \t>*+\-`_\d.)\[\]xX]*"  # list markers, quotes, emphasis, then the words so far
+                             r"(t|to|too|tool[`*_]*(:[`*_ \t]*([A-Za-z_][\w.-]*[`*]*[ \t]*)?)?)?", re.IGNORECASE)
+MAX_HELD = 200  # characters of a line held back at most: a line of 10,000 dashes is not a tool call
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+DIM, UNDIM = "\x1b[2m", "\x1b[22m"
+SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def uses_colour(stream: TextIO) -> bool:
+    """Colour only on a terminal that can show it, and only when NO_COLOR is unset (no-color.org)."""
+    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and "NO_COLOR" not in os.environ
+
+
+class LiveReply:
+    """Shows each reply as it arrives: `start` before the request, `show` for each piece, `finish` after."""
+
+    def __init__(self, output: TextIO, spinner: Spinner | None = None):
+        self.output = output
+        self.colour = uses_colour(output)
+        self.reasoning_shown = output.isatty()  # a log keeps the reply, not the model's thinking
+        self.spinner = spinner
+        self.at_line_start = True  # nothing of ours is left on the line: a log line may follow
+        self.in_reasoning = False  # the last thing shown was reasoning (dimmed)
+        self.reset()
+
+    @classmethod
+    def for_terminal(cls) -> LiveReply:
+        """The reply on stdout when it is a terminal, else on stderr; the spinner when stderr is a terminal."""
+        global active
+        output = sys.stdout if sys.stdout.isatty() else sys.stderr
+        spinner = Spinner(sys.stderr) if sys.stderr.isatty() and os.environ.get("TERM", "dumb") != "dumb" else None
+        active = cls(output, spinner)
+        return active
+
+    def start(self) -> None:
+        """Begin a reply: the spinner turns until its first piece."""
+        self.reset()
+        if self.spinner:
+            self.spinner.start()
+
+    def reset(self) -> None:
+        self.line = ""  # the current line's text not shown yet, while it may still become a tool line
+        self.line_is_text = False  # the current line is known not to be a tool line
+        self.hiding = False  # a tool line came: the rest of the reply is not shown
+        self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
+        self.shown = ""  # the reply's text shown so far, without reasoning
+
+    def show(self, kind: str, text: str) -> None:
+        """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
+        again after a cut stream (what was shown is discarded: the next attempt starts on a line of its own)."""
+        if self.spinner:
+            self.spinner.stop()
+        if kind == "restart":
+            self.end_line()
+            self.start()
+            return
+        if kind == "reasoning":
+            if self.reasoning_shown:
+                self.write(text, dim=True)
+            return
+        if self.thinking is not False:
+            text = self.take_think(text)
+        self.take_text(text)
+
+    def finish(self) -> None:
+        """The reply is over (or was cut, or interrupted): show what was held back, end the line."""
+        if self.spinner:
+            self.spinner.stop()
+        if self.thinking is None and self.line:  # a reply shorter than "<think>"
+            self.thinking = False
+        if not (self.hiding or self.thinking) and self.line and not TOOL_LINE.match(self.line):
+            self.emit(self.line)
+        self.line = ""
+        self.end_line()
+
+    def pause(self) -> None:
+        """Make room for a log line: no spinner, and the cursor at the start of a line."""
+        if self.spinner:
+            self.spinner.stop()
+        self.end_line()
+
+    def showed(self, text: str, on: TextIO | None = None) -> bool:
+        """True if the last reply showed `text` whole (on `on`, if given), so it need not be shown again."""
+        return (on is None or self.output is on) and self.shown.strip() == text.strip()
+
+    # --- inside ---
+
+    def take_think(self, text: str) -> str:
+        """Show a leading <think> block dimmed; return the text after it, to be shown as the reply."""
+        if self.thinking is None:
+            held = (self.line + text).lstrip()
+            if THINK_OPEN.startswith(held) and len(self.line) < MAX_HELD:
+                self.line += text
+                return ""
+            self.thinking = held.startswith(THINK_OPEN)
+            text, self.line = self.line + text, ""
+            if not self.thinking:
+                return text
+            text = text.lstrip()[len(THINK_OPEN):]
+        pending = self.line + text
+        if (end := pending.find(THINK_CLOSE)) >= 0:
+            if self.reasoning_shown:
+                self.write(pending[:end], dim=True)
+            self.thinking, self.line = False, ""
+            return pending[end + len(THINK_CLOSE):].lstrip("\n")
+        keep = next((n for n in range(len(THINK_CLOSE) - 1, 0, -1) if pending.endswith(THINK_CLOSE[:n])), 0)
+        if self.reasoning_shown:
+            self.write(pending[:len(pending) - keep], dim=True)
+        self.line = pending[len(pending) - keep:]
+        return ""
+
+    def take_text(self, text: str) -> None:
+        """Show text, line by line, holding back the start of a line until it is clear it calls no tool."""
+        while text and not self.hiding:
+            head, newline, text = text.partition("\n")
+            if self.line_is_text:
+                self.emit(head + newline)
+            else:
+                self.line += head + newline
+                if TOOL_LINE.match(self.line):
+                    self.hiding = True
+                    return
+                if newline or len(self.line) > MAX_HELD or not MAYBE_TOOL_LINE.fullmatch(self.line):
+                    self.line_is_text = True
+                    self.emit(self.line)
+                    self.line = ""
+            if newline:
+                self.line_is_text = False
+
+    def emit(self, text: str) -> None:
+        self.shown += text
+        self.write(text)
+
+    def write(self, text: str, dim: bool = False) -> None:
+        if not text:
+            return
+        if self.in_reasoning and not dim:  # from thinking to the reply: dimming off, and a line of its own
+            self.output.write((UNDIM if self.colour else "") + ("" if self.at_line_start else "\n"))
+            self.at_line_start = True
+        shown = escape(text, keep="\n\t")
+        if dim and self.colour and not self.in_reasoning:
+            shown = DIM + shown
+        self.in_reasoning = dim
+        self.output.write(shown)
+        self.output.flush()
+        self.at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        if self.in_reasoning and self.colour:
+            self.output.write(UNDIM)
+            self.in_reasoning = False
+        if not self.at_line_start:
+            self.output.write("\n")
+            self.at_line_start = True
+        self.output.flush()
+
+
+active: LiveReply | None = None  # the one made for this terminal, if any: log lines make room through it
+
+
+def make_room() -> None:
+    """Before a log line: stop the spinner and finish a line the reply left open, so the log line stands alone."""
+    if active is not None:
+        active.pause()
+
+
+class Spinner:
+    """A spinner with the seconds waited, on its own line of stderr, until the reply's first byte."""
+
+    def __init__(self, output: TextIO, interval: float = 0.1):
+        self.output = output
+        self.interval = interval
+        self.thread: threading.Thread | None = None
+        self.stopped = threading.Event()
+        encoding = (getattr(output, "encoding", None) or "").lower().replace("-", "")
+        self.frames = SPINNER_FRAMES if encoding == "utf8" else "-\\|/"
+
+    def start(self) -> None:
+        self.stop()
+        self.stopped.clear()
+        self.thread = threading.Thread(target=self.spin, daemon=True)
+        self.thread.start()
+
+    def spin(self) -> None:
+        started, n_frames = time.monotonic(), 0
+        while not self.stopped.wait(self.interval if n_frames else 0.3):  # no flicker for a quick answer
+            frame = self.frames[n_frames % len(self.frames)]
+            self.output.write(f"\r{frame} {time.monotonic() - started:.0f} s")
+            self.output.flush()
+            n_frames += 1
+        if n_frames:
+            self.output.write("\r" + " " * 12 + "\r")
+            self.output.flush()
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.stopped.set()
+            self.thread.join()
+            self.thread = None
