@@ -67,7 +67,13 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     sources.update({name: "the environment" for name, value in environ.items() if name in ENV_VARS.values() and value})
     if args.base_url is not None:
         sources["OPENAI_BASE_URL"] = "--base-url"
-    check_key_destination(sources, str(cwd / ".env"))
+    project_env = str(cwd / ".env") if cwd.resolve() != script_dir.resolve() else ""
+    check_key_destination(sources, project_env)
+    lowered = sources.get("PLAINAGENT_MODE") == project_env and settings["PLAINAGENT_MODE"].strip() in ("edits", "yes")
+    if lowered and args.mode is None and not args.yes:
+        raise ConfigError(f"PLAINAGENT_MODE={settings['PLAINAGENT_MODE'].strip()} comes from {project_env}: a "
+                          "project's .env may make plainagent ask more, never less. Pass --mode or -y yourself, "
+                          "or set it in the environment.")
     config = Config(env_file=env_files[-1] if env_files else cwd / ".env")
     for name, variable in ENV_VARS.items():
         if variable in settings:

@@ -21,6 +21,7 @@ arguments, in any order, each word a shell-style pattern; rules are separated by
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 import shlex
 from collections.abc import Callable
@@ -29,7 +30,10 @@ from pathlib import Path
 
 SEPARATORS = set("();<>|&")  # the characters shlex gives back as punctuation tokens
 WRAPPERS = {"env", "command", "exec", "nohup", "time", "nice", "ionice", "timeout", "stdbuf", "xargs", "builtin",
-            "then", "else", "elif", "do", "if", "while", "until", "!", "{", "}"}
+            "setsid", "busybox", "then", "else", "elif", "do", "if", "while", "until", "!", "{", "}"}
+# Wrapper options that take a value: `timeout -s KILL 5 sudo`, `env -C / sudo`, `exec -a name sudo`.
+VALUE_OPTIONS = {"-s", "-k", "-n", "-u", "-C", "-a", "-S", "-i", "-o", "-e", "--signal", "--kill-after",
+                 "--adjustment", "--chdir", "--unset", "--split-string"}
 SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "ash"}
 MAX_DEPTH = 4  # nested sh -c "..." read as commands of their own; deeper than this is not a mistake
 
@@ -62,17 +66,27 @@ def removes_home_or_root(program: str, args: list[str]) -> bool:
     """rm with -r (-R, --recursive, or inside -rf, -fr, -Rf ...) and a target of /, ~ or $HOME (or /*, ~/ ...)."""
     if program != "rm":
         return False
-    options = [arg for arg in args if arg.startswith("-") and arg != "--"]
+    end = args.index("--") if "--" in args else len(args)
+    options = [arg for arg in args[:end] if arg.startswith("-")]
     recursive = any(arg == "--recursive" or (not arg.startswith("--") and re.search("[rR]", arg)) for arg in options)
-    targets = args[args.index("--") + 1:] if "--" in args else [arg for arg in args if not arg.startswith("-")]
+    targets = [arg for arg in args[:end] if not arg.startswith("-")] + args[end + 1:]  # `rm -rf / --` too
     return recursive and any(is_root_or_home(target) for target in targets)
 
 
 def is_root_or_home(target: str) -> bool:
-    """'/', '//', '/*', '~', '~/', '~/*', '$HOME', '${HOME}/.', '/home/me' (the user's own home) -> True."""
+    """'/', '//', '/*', '~', '~/', '~/*', '$HOME', '${HOME}/.', '/home/me' (the user's own home), '~root',
+    and any path that climbs to one of them or above ('/tmp/..', '$HOME/..') -> True."""
+    home = str(Path.home()).rstrip("/") or "/"
     bare = re.sub(r"\$\{HOME(:?[-?=+][^}]*)?\}", "$HOME", target)  # "${HOME:?}" and "${HOME}" are $HOME
-    bare = re.sub(r"(/+(\*|\.)?)+$", "", bare)  # "~/*" -> "~", "/." -> "", "$HOME//" -> "$HOME"
-    return bare in ("", "~", "$HOME", str(Path.home()).rstrip("/"))
+    bare = re.sub(r"^(\$HOME|~)(?=/|$)", home, bare)
+    if re.fullmatch(r"~\w+/*\**", bare):  # another user's home
+        return True
+    bare = re.sub(r"(?<=.)(/\*)+$", "", bare) or "/"  # "~/*" is "~"; "/*" is "/"
+    bare = "/" if bare == "/*" else bare
+    if not bare.startswith("/"):
+        return False
+    path = posixpath.normpath(bare)
+    return path in ("/", "//") or path == home or home.startswith(path.rstrip("/") + "/")
 
 
 def makes_filesystem(program: str, args: list[str]) -> bool:
@@ -82,26 +96,31 @@ def makes_filesystem(program: str, args: list[str]) -> bool:
 def writes_device(program: str, args: list[str]) -> bool:
     """dd of=/dev/sda (or any device but the harmless /dev/null, /dev/stdout, ...)."""
     harmless = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/tty")
-    return program == "dd" and any(arg.startswith("of=/dev/") and arg[3:] not in harmless for arg in args)
+    targets = [posixpath.normpath("/" + arg[3:].lstrip("/")) for arg in args if arg.startswith("of=/")]
+    return program == "dd" and any(target.startswith("/dev/") and target not in harmless for target in targets)
 
 
 def force_pushes(program: str, args: list[str]) -> bool:
     """git push --force, -f (alone or among short flags: -fu), --force-with-lease, --force-if-includes,
     or a refspec with a leading + (`git push origin +main`): each rewrites the remote's history."""
-    if program != "git" or "push" not in args:
+    subcommand = next((arg for index, arg in enumerate(args) if not arg.startswith("-")
+                       and (index == 0 or args[index - 1] not in ("-C", "-c"))), None)  # git -C dir push
+    if program != "git" or subcommand != "push":
         return False
     after = args[args.index("push") + 1:]
-    return any(arg.startswith(("--force", "+")) or re.fullmatch(r"-[a-zA-Z]*f[a-zA-Z]*", arg) for arg in after)
+    return any(arg.startswith(("--force", "--mirror", "+")) or re.fullmatch(r"-[a-zA-Z]*f[a-zA-Z]*", arg)
+               for arg in after)
 
 
 # `:(){ :|:& };:` and the same with any name and spacing: a function that pipes itself into itself, in the background.
-FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\)\s*\{[^}]*\1\s*\|\s*&?\s*\1\s*&")
+FORK_BOMB = re.compile(r"(?:function\s+([\w:.]+)\s*(?:\(\))?|([\w:.]+)\s*\(\))\s*\{[^}]*?(?:\1|\2)\s*\|\s*&?\s*"
+                       r"(?:\1|\2)\s*&")
 # curl/wget into a shell or interpreter: `curl URL | sh`, `wget -qO- URL | sudo bash`, `bash <(curl URL)`,
 # `sh -c "$(curl URL)"`.
 INTERPRETER = r"(\S*/)?((ba|z|da|k|c|tc|fi)?sh|python[\d.]*|perl|ruby|node)\b"
 DOWNLOAD_INTO_SHELL = re.compile(
     rf"\b(curl|wget|fetch)\b[^;&\n]*\|\s*(sudo\s+|env\s+)?{INTERPRETER}(?!\s+-[mc]\b)"  # -m, -c: not stdin
-    rf"|{INTERPRETER}\s+(-\w+\s+)*[\"']?(<\(|\$\(|`)\s*(curl|wget|fetch)\b")
+    rf"|(?:{INTERPRETER}|\bsource|(?:^|[\s;&|(])\.)\s+(-\w+\s+)*[\"']?(<\(|\$\(|`)\s*(curl|wget|fetch)\b")
 
 DEFAULT_RULES = [
     Rule("sudo (running as root: sudo, doas, su, pkexec)", words=runs_as_root),
@@ -124,7 +143,9 @@ def parse_rules(text: str) -> list[Rule]:
     for part in text.split(";"):
         words = shlex.split(part)
         if words:
-            rules.append(Rule(f"the PLAINAGENT_DENY rule \"{' '.join(words)}\"", words=matches_words(words)))
+            name = f"the PLAINAGENT_DENY rule \"{' '.join(words)}\""
+            words[0] = words[0].rsplit("/", 1)[-1]  # commands are matched by program name, without its folder
+            rules.append(Rule(name, words=matches_words(words)))
     return rules
 
 
@@ -157,7 +178,8 @@ def split_commands(command: str, depth: int = 0) -> list[tuple[str, list[str]]]:
     found, words, skip_target = [], [], False
     for token in tokenize(command.replace("`", ";").replace("\n", ";")):
         if token and set(token) <= SEPARATORS:
-            skip_target = "<" in token or ">" in token  # a redirection's file is not a command
+            # A redirection's file is not a command; `>(...)` and `<(...)` run one.
+            skip_target = ("<" in token or ">" in token) and "(" not in token
             if not skip_target:
                 found += program_and_args(words, depth)
                 words = []
@@ -175,6 +197,10 @@ def tokenize(command: str) -> list[str]:
     is split at operators and spaces, so it is still checked."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
+    # No comments: shlex would drop everything after a `#` to the end of the whole text, newlines included,
+    # so `# install deps` on a first line would hide a `sudo` on the next. A comment's words are read as a
+    # command named "#", which no rule matches.
+    lexer.commenters = ""
     try:
         return list(lexer)
     except ValueError:
@@ -189,7 +215,7 @@ def program_and_args(words: list[str], depth: int) -> list[tuple[str, list[str]]
         index += 1
         if words[index - 1] in WRAPPERS:  # its options and numbers: nice -n 10, timeout 5s, env -i
             while index < len(words) and re.fullmatch(r"-.*|[\d.]+[smhd]?", words[index]):
-                index += 1
+                index += 2 if words[index] in VALUE_OPTIONS else 1
     if index >= len(words):
         return []
     program, args = words[index].rsplit("/", 1)[-1], words[index + 1:]
@@ -202,8 +228,9 @@ def program_and_args(words: list[str], depth: int) -> list[tuple[str, list[str]]
                 found += program_and_args(args[index + 1:], depth + 1)
     elif program in SHELLS:
         flag = next((n for n, arg in enumerate(args[:-1]) if re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", arg)), None)
-        if flag is not None:  # sh -c TEXT, bash -lc TEXT
-            found += split_commands(args[flag + 1], depth + 1)
+        if flag is not None:  # sh -c TEXT, bash -lc TEXT, bash -c -- TEXT
+            text = args[flag + 2] if args[flag + 1] == "--" and flag + 2 < len(args) else args[flag + 1]
+            found += split_commands(text, depth + 1)
     return found
 
 

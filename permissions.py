@@ -68,6 +68,8 @@ class Permissions:
         if mode not in MODES:
             return f"No mode {mode!r}; the modes are: {', '.join(MODES)}. This session's mode is {self.mode}."
         self.mode = mode
+        if hasattr(self.ask, "always"):  # "always" was an answer about the old mode, not the new one
+            self.ask.always.clear()
         return f"Mode: {mode} ({describe(mode)})."
 
 

@@ -493,3 +493,18 @@ def test_a_dotenv_cannot_copy_other_variables_into_a_setting(tmp_path, monkeypat
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
     (tmp_path / ".env").write_text("OPENAI_BASE_URL=http://localhost:8000/v1/${AWS_SECRET_ACCESS_KEY}\nOPENAI_MODEL=m\n")
     assert load_config(args(), {}, tmp_path, tmp_path).base_url == "http://localhost:8000/v1/${AWS_SECRET_ACCESS_KEY}"
+
+
+@pytest.mark.parametrize("mode, allowed", [("yes", False), ("edits", False), ("read-only", True), ("ask", True)])
+def test_a_projects_dotenv_may_make_the_agent_ask_more_never_less(tmp_path, mode, allowed):
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir(), home.mkdir()
+    (project / ".env").write_text(f"PLAINAGENT_MODE={mode}\n")
+    environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-users-own-key-0123456789"}
+    if allowed:
+        assert load_config(args(), environ, project, home).mode == mode
+    else:
+        with pytest.raises(ConfigError, match="a project's .env may make plainagent ask more, never less"):
+            load_config(args(), environ, project, home)
+        assert load_config(args(mode=mode), environ, project, home).mode == mode  # the user's own flag
+    assert load_config(args(), {**environ, "PLAINAGENT_MODE": mode}, project, home).mode == mode

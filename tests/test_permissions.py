@@ -138,3 +138,21 @@ def test_unusable_mode_settings_are_one_clear_line(tmp_path, given, environ, mes
         load_config(args(**given), {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": "http://localhost/v1", **environ},
                     tmp_path, tmp_path / "script")
     assert str(error.value) == message
+
+
+def test_switching_the_mode_forgets_the_always_answers_given_before():
+    class Asker:
+        def __init__(self):
+            self.always, self.asked = {"command"}, []
+
+        def __call__(self, kind, title, preview):
+            if kind in self.always:
+                return None
+            self.asked.append(title)
+            return "no"
+
+    asker = Asker()
+    permissions = Permissions("ask", asker)
+    assert permissions("command", "run this command", "$ ls") is None  # "always" from earlier
+    permissions.switch("edits")
+    assert permissions("command", "run this command", "$ ls") == "no" and asker.asked == ["run this command"]
