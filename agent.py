@@ -39,7 +39,7 @@ from pathlib import Path
 
 from client import ChatError, Client, Reply
 from commands import LeaveSession, is_command, run_command
-from config import MODES, Config, ConfigError, load_config
+from config import Config, ConfigError, load_config
 from context import CallResult, Context
 from display import LiveReply, make_room
 from guard import DEFAULT_RULES, parse_rules
@@ -349,7 +349,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
-    parser.add_argument("--mode", choices=MODES,
+    parser.add_argument("--mode", metavar="MODE",
                         help="ask (default) before writes and commands; read-only; edits: ask only before commands; "
                              "yes: ask nothing (PLAINAGENT_MODE)")
     parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")

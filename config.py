@@ -87,6 +87,8 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
         raise ConfigError(f"-C {args.cwd}: {getattr(error, 'strerror', None) or error}.") from None
     if args.yes and args.mode not in (None, "yes"):
         raise ConfigError(f"-y is --mode yes, and --mode {args.mode} says otherwise: give one of them.")
+    if args.mode is not None and args.mode not in MODES:
+        raise ConfigError(f"--mode {args.mode}: not a mode; use one of: {', '.join(MODES)}.")
     config.mode = "yes" if args.yes else args.mode or config.mode
     if getattr(args, "no_stream", False):
         config.stream = False

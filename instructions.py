@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workspace import PathRefused, Workspace
+from workspace import PathRefused, Workspace, is_secret
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them
@@ -56,7 +56,13 @@ def load_instructions(workspace: Workspace, environ: dict, log: Callable[[str], 
 
 def read_instructions(path: Path, shown: str, source: str, log: Callable[[str], None]) -> Instructions | None:
     """One file's instructions, capped; None (and a line logged) when it cannot be used."""
+    if path.is_symlink() and not path.exists():
+        log(f"plainagent: {shown} not loaded: it is a link to nothing.")
+        return None
     if not path.exists():
+        return None
+    if path.is_symlink() and is_secret(path.resolve().as_posix().lstrip("/")):  # the user's own file, too
+        log(f"plainagent: {shown} not loaded: it is a link to {path.resolve()}, which may hold secrets.")
         return None
     if not path.is_file():  # a FIFO would wait for a writer for ever
         log(f"plainagent: {shown} not loaded: it is not a regular file.")

@@ -508,3 +508,8 @@ def test_a_projects_dotenv_may_make_the_agent_ask_more_never_less(tmp_path, mode
             load_config(args(), environ, project, home)
         assert load_config(args(mode=mode), environ, project, home).mode == mode  # the user's own flag
     assert load_config(args(), {**environ, "PLAINAGENT_MODE": mode}, project, home).mode == mode
+
+
+def test_an_unknown_mode_is_one_line(capsys):
+    assert main(["--mode", "bogus", "-p", "x", "-m", "m", "--base-url", "http://localhost/v1"]) == 2
+    assert capsys.readouterr().err == "plainagent: --mode bogus: not a mode; use one of: ask, read-only, edits, yes.\n"

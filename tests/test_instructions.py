@@ -120,3 +120,17 @@ def test_the_prompt_stays_the_same_between_turns_even_if_the_file_changes(tmp_pa
     run_task(session, "second")
     assert model.seen[0][0] == model.seen[1][0]
     assert "Always use tabs." in model.seen[1][0]["content"]
+
+
+def test_the_users_file_linked_to_a_secret_or_to_nothing_is_not_loaded(tmp_path, user_file):
+    secrets = tmp_path / "elsewhere"
+    secrets.mkdir()
+    (secrets / ".env").write_text("SECRET=hunter2hunter2\n")
+    user_file.symlink_to(secrets / ".env")
+    lines = []
+    assert load(tmp_path / "config", lines) == [] and "hunter2" not in "".join(lines)
+    assert lines[0].endswith("/elsewhere/.env, which may hold secrets.")
+    user_file.unlink()
+    user_file.symlink_to(tmp_path / "gone.md")
+    lines = []
+    assert load(tmp_path / "config", lines) == [] and lines[0].endswith("not loaded: it is a link to nothing.")
