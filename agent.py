@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,7 @@ from client import ChatError, Client, Reply
 from commands import LeaveSession, is_command, run_command
 from config import Config, ConfigError, load_config
 from context import CallResult, Context
-from display import LiveReply, make_room
+from display import LiveReply, describe_args, describe_tokens, log, outcome, summarize
 from guard import DEFAULT_RULES, parse_rules
 from instructions import Instructions, load_instructions
 from permissions import Permissions, describe
@@ -306,36 +305,6 @@ def run_subagent(parent: Session, task: str) -> str:
     return answer
 
 
-def describe_args(args: dict) -> str:
-    """A call's arguments on one short line, for the activity log."""
-    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
-    return text if len(text) <= 100 else text[:97] + "..."
-
-
-def outcome(ok: bool, output: str) -> str:
-    """'ok', 'error', or 'failed' for a command that ran and exited non-zero (a result, but not a success)."""
-    if not ok:
-        return "error"
-    return "failed" if re.match(r"(exit code [1-9-]|killed after)", output) else "ok"
-
-
-def summarize(output: str) -> str:
-    """A result's first line, and how many more there are, for the activity log."""
-    lines = output.splitlines() or [""]
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return lines[0][:150] + more
-
-
-def log(line: str) -> None:
-    """Activity goes to stderr, so stdout carries only the answer (`-p` output can be piped).
-
-    What is logged holds the model's and the files' text: escape codes in it could rewrite the screen or
-    the clipboard, so they are shown, not sent.
-    """
-    make_room()  # the spinner, or a streamed line not yet ended, must not run into the log line
-    print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
-
-
 # --- the command line: one-shot (-p) and the REPL ---
 
 
@@ -443,13 +412,6 @@ def attempt(session: Session, task: str) -> int:
         print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
     log(describe_tokens(session))
     return 0
-
-
-def describe_tokens(session: Session) -> str:
-    """'(1,200 prompt + 300 completion tokens so far)', saying which counts are our estimates."""
-    tokens, n_estimated = session.tokens, session.n_estimated
-    which = "" if not n_estimated else ", estimated" if n_estimated == session.n_requests else ", partly estimated"
-    return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"
 
 
 def repl(session: Session) -> int:

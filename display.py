@@ -1,4 +1,4 @@
-"""What the user sees while the model writes: its reply as it streams in, and a spinner until the first byte.
+"""What the user sees: the model's reply as it streams in, a spinner until its first byte, and the activity log.
 
 The text goes where the answer goes when that is a terminal (stdout); when stdout is a pipe, it must carry
 exactly the final answer, so the live text goes to stderr instead and logs of unattended runs show progress.
@@ -10,6 +10,7 @@ the model, so it goes through `escape` like every other untrusted text: no escap
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -222,3 +223,43 @@ class Spinner:
             self.stopped.set()
             self.thread.join()
             self.thread = None
+
+
+# --- the activity log: what runs, on stderr, one line each ---
+
+
+def describe_args(args: dict) -> str:
+    """A call's arguments on one short line, for the activity log."""
+    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def outcome(ok: bool, output: str) -> str:
+    """'ok', 'error', or 'failed' for a command that ran and exited non-zero (a result, but not a success)."""
+    if not ok:
+        return "error"
+    return "failed" if re.match(r"(exit code [1-9-]|killed after)", output) else "ok"
+
+
+def summarize(output: str) -> str:
+    """A result's first line, and how many more there are, for the activity log."""
+    lines = output.splitlines() or [""]
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return lines[0][:150] + more
+
+
+def log(line: str) -> None:
+    """Activity goes to stderr, so stdout carries only the answer (`-p` output can be piped).
+
+    What is logged holds the model's and the files' text: escape codes in it could rewrite the screen or
+    the clipboard, so they are shown, not sent.
+    """
+    make_room()  # the spinner, or a streamed line not yet ended, must not run into the log line
+    print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
+
+
+def describe_tokens(session) -> str:
+    """'(1,200 prompt + 300 completion tokens so far)', saying which counts are our estimates."""
+    tokens, n_estimated = session.tokens, session.n_estimated
+    which = "" if not n_estimated else ", estimated" if n_estimated == session.n_requests else ", partly estimated"
+    return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"
