@@ -51,8 +51,11 @@ SUMMARY_HEAD = "(The earlier part of this session was replaced by this summary t
 SUMMARY_ACK = "(Understood: I will carry on from this summary.)"
 SUMMARY_INPUT_MESSAGE = 2000  # characters of each message shown to the summarizer
 SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief
-CUT_NOTE = ("\n(Cut here to fit the context budget: {lines:,} more lines, {size:,} bytes not shown. Ask for less "
-            "at a time: read_file with offset and limit, a narrower search, a command with less output.)")
+MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
+TOO_LONG_NOTE = ("It is too long for the context window: read it in parts, with read_file's offset and limit.")
+CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
+            "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and limit, a "
+            "narrower search, a command with less output.)\n")
 
 # A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
 # LM Studio, Mistral, Gemini and Anthropic.
@@ -153,6 +156,7 @@ class Context:
                  transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None):
         self.messages = messages
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
+        self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
         self.chat_function = chat
         self.transcript = transcript or Transcript()
@@ -160,28 +164,33 @@ class Context:
 
     def add(self, role: str, content: str, **record) -> None:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
+        if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
+            self.outputs.clear()
         self.messages.append({"role": role, "content": content})
         self.transcript.write("message", message=self.messages[-1], **record)
 
     def add_results(self, results: list[CallResult], notes: list[str]) -> None:
         """Append one reply's results as one user message, cut to fit the budget if they are very long."""
-        outputs = fit_outputs([result.output for result in results],
-                              int(RESULTS_SHARE * self.budget.tokens * self.budget.bytes_per_token))
         for result in results:
             self.transcript.write("tool", name=result.name, ok=result.ok, seconds=round(result.seconds, 3))
         record = {"calls": [{"name": result.name, "args": result.args, "ok": result.ok,
-                             "bytes": len(output.encode("utf-8", errors="surrogatepass")),
-                             "lines": len(output.splitlines())}
-                            for result, output in zip(results, outputs)], "notes": notes}
+                             "bytes": len(result.output.encode("utf-8", errors="surrogatepass")),
+                             "lines": len(result.output.splitlines())} for result in results], "notes": notes}
         self.results[len(self.messages)] = record
-        rendered = [render_result(result.name, result.ok, output) for result, output in zip(results, outputs)]
-        self.add("user", render_results(rendered, notes), results=record)
+        self.outputs[len(self.messages)] = (results, notes)
+        self.add("user", render_fitted(results, notes, self.results_room()), results=record)
+
+    def results_room(self) -> int:
+        """Bytes one reply's results may take: RESULTS_SHARE of what the budget leaves beside the system prompt."""
+        free = self.budget.tokens - self.budget.estimate(self.messages[:1])
+        return max(int(RESULTS_SHARE * free * self.budget.bytes_per_token), 0)
 
     def chat(self) -> Reply:
         """One model call that fits the window: compact first if needed; a refusal for length lowers the
         budget, compacts and sends the same turn again (MAX_REFUSALS times at most)."""
         for n_refusals in range(MAX_REFUSALS + 1):
             self.compact()
+            self.fit_request()
             started = time.monotonic()
             try:
                 reply = self.chat_function(self.messages)
@@ -190,6 +199,7 @@ class Context:
                 if not is_refusal:
                     raise
                 if n_refusals == MAX_REFUSALS:
+                    self.check_task_fits(self.budget.tokens)
                     raise ChatError(f"{error} The history was compacted to about "
                                     f"{self.budget.estimate(self.messages):,} tokens and still does not fit; start "
                                     "a new session, or give a smaller --context-tokens.") from None
@@ -208,6 +218,51 @@ class Context:
         self.log(f"The server refused the request as too long for the model's context window{window}; "
                  f"the context budget is now {self.budget.tokens:,} tokens. Compacting and sending it again.")
         self.transcript.write("budget", tokens=self.budget.tokens, reason=getattr(error, "detail", "") or str(error))
+        self.cut_current_results(lambda index, size: self.results_room())  # they were sized for the old budget
+
+    def fit_request(self) -> None:
+        """Never send a request estimated past COMPACT_AT of the budget: after compaction (which leaves the
+        current task's latest results whole) cut those results further, newest first; a task too large on its
+        own is a failure with its own advice."""
+        limit = COMPACT_AT * self.budget.tokens
+        excess = lambda: (self.budget.estimate(self.messages) - limit) * self.budget.bytes_per_token  # in bytes
+        if excess() > 0:
+            self.cut_current_results(lambda index, size: int(size - excess()) if excess() > 0 else size)
+        if self.budget.estimate(self.messages) > self.budget.tokens:
+            self.check_task_fits(self.budget.tokens)
+            raise ChatError(f"the history is about {self.budget.estimate(self.messages):,} tokens and cannot be "
+                            f"compacted below the context budget of {self.budget.tokens:,}; start a new session, or "
+                            "raise --context-tokens if the model's window allows.")
+
+    def check_task_fits(self, window: int) -> None:
+        """A ChatError with the right advice when the system prompt and the task alone pass `window` tokens:
+        no compaction and no new session helps then."""
+        task = current_task(self.messages, self.results)
+        if task is not None and self.budget.estimate([self.messages[0], self.messages[task]]) > window:
+            raise ChatError(f"the task itself is about {self.budget.estimate([self.messages[task]]):,} tokens, more "
+                            f"than the context budget of {window:,}: shorten it, or put it in a file and ask to read "
+                            "that file.")
+
+    def cut_current_results(self, room: Callable[[int, int], int]) -> None:
+        """Cut the current task's results, newest first, each to `room(index, its size in bytes)`; those too
+        small to keep a useful part, or whose outputs are no longer at hand (a resumed session), become stubs
+        saying how to read less. The new history is recorded like a compaction."""
+        before, done = self.budget.estimate(self.messages), 0
+        task = current_task(self.messages, self.results) or 0
+        for index in sorted((index for index in self.results if index > task), reverse=True):
+            size = len(self.messages[index]["content"].encode("utf-8", errors="surrogatepass"))
+            target = room(index, size)
+            if target >= size or self.results[index].get("stubbed"):
+                continue
+            if index in self.outputs and target >= MIN_CUT:
+                content = render_fitted(*self.outputs[index], target)
+            else:
+                content = stub_text(self.results[index], TOO_LONG_NOTE)
+                self.results[index] = {**self.results[index], "stubbed": True}
+            self.messages[index] = {"role": "user", "content": content}
+            done += 1
+        if done:
+            self.record_compaction([f"the latest tool results cut to fit the budget"], before)
 
     def compact(self, force: bool = False) -> str | None:
         """Compact when the next request would pass COMPACT_AT of the budget (or when forced, as far as
@@ -232,11 +287,16 @@ class Context:
             return None
         self.messages[:] = messages
         self.results = results
-        after = self.budget.estimate(messages)
+        self.outputs = {}  # the indices moved; the current results are whole or stubbed, and are left so
+        return self.record_compaction(done, before)
+
+    def record_compaction(self, done: list[str], before: int) -> str:
+        """Record the new history in the transcript and log the line saying what was done."""
+        after = self.budget.estimate(self.messages)
         line = (f"Context compacted: {'; '.join(done)} ({before:,} → {after:,} tokens, "
                 f"budget {self.budget.tokens:,}).")
-        self.transcript.write("compaction", done=done, before=before, after=after, messages=messages,
-                              results=results)
+        self.transcript.write("compaction", done=done, before=before, after=after, messages=self.messages,
+                              results=self.results)
         self.log(line)
         return line
 
@@ -266,8 +326,7 @@ def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[
         record = results[index]
         if record.get("stubbed"):
             continue
-        stub = render_results([render_result(call["name"], call["ok"], describe_removed(call))
-                               for call in record["calls"]], record["notes"])
+        stub = stub_text(record)
         if len(stub) < len(messages[index]["content"]):
             messages[index] = {"role": "user", "content": stub}
             results[index] = {**record, "stubbed": True}
@@ -275,9 +334,17 @@ def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[
     return n_stubbed
 
 
-def describe_removed(call: dict) -> str:
-    """A stub's text: what the output was, and how to get it again."""
+def stub_text(record: dict, note: str = "") -> str:
+    """A results message's stub: each call, and what its output was."""
+    return render_results([render_result(call["name"], call["ok"], describe_removed(call, note))
+                           for call in record["calls"]], record["notes"])
+
+
+def describe_removed(call: dict, note: str = "") -> str:
+    """A stub's text: what the output was, and how to get it again (or `note`, why not whole)."""
     what = f"{call.get('lines', 0):,} lines, {call.get('bytes', 0):,} bytes"
+    if note:
+        return f"(Output removed to save context: {what}. {note})"
     if call["name"] in REREADABLE:
         return (f"(Output removed to save context: {what}. If you need it again, call "
                 f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)}).)")
@@ -357,9 +424,16 @@ def render_turns(messages: list[dict], results: dict[int, dict], indices: list[i
     return "\n\n".join(text for _, text in parts)
 
 
+def render_fitted(results: list[CallResult], notes: list[str], room: int) -> str:
+    """One reply's results as one message, the outputs cut to share `room` bytes if they are longer."""
+    outputs = fit_outputs([result.output for result in results], room)
+    return render_results([render_result(result.name, result.ok, output) for result, output in zip(results, outputs)],
+                          notes)
+
+
 def fit_outputs(outputs: list[str], room: int) -> list[str]:
     """Cut outputs whose total passes `room` bytes: the shortest stay whole, the rest share what is left,
-    each keeping its head and a note on how to get the rest."""
+    each keeping its head and tail and a note on how to get the rest."""
     sizes = [len(output.encode("utf-8", errors="surrogatepass")) for output in outputs]
     if sum(sizes) <= room:
         return outputs
@@ -372,9 +446,14 @@ def fit_outputs(outputs: list[str], room: int) -> list[str]:
 
 
 def cut(output: str, room: int) -> str:
-    """The head of `output` in about `room` bytes, ending at a line end, and a note on what is missing."""
-    head = output.encode("utf-8", errors="surrogatepass")[:max(room - 250, 0)].decode("utf-8", errors="ignore")
-    if "\n" in head:
-        head = head[:head.rindex("\n")]
-    rest = output[len(head):]
-    return head + CUT_NOTE.format(lines=len(rest.splitlines()), size=len(rest.encode("utf-8", errors="surrogatepass")))
+    """The head and the tail of `output` in about `room` bytes, cut at line ends, with a note between them
+    on what is missing: a command's summary and errors come at its end, a file's start says what it is."""
+    data = output.encode("utf-8", errors="surrogatepass")
+    half = max(room - 300, 0) // 2  # the note takes about 300 bytes
+    head = data[:half].decode("utf-8", errors="ignore")
+    head = head[:head.rindex("\n") + 1] if "\n" in head else head
+    tail = data[len(data) - half:].decode("utf-8", errors="ignore") if half else ""
+    tail = tail[tail.index("\n") + 1:] if "\n" in tail else tail
+    missing = len(data) - len(head.encode("utf-8", errors="surrogatepass")) - len(tail.encode("utf-8", errors="surrogatepass"))
+    note = CUT_NOTE.format(lines=len(output.splitlines()), total=len(data), size=missing)
+    return head + ("" if head.endswith("\n") or not head else "\n") + note + tail

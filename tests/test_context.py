@@ -166,7 +166,7 @@ def test_a_refusal_lowers_the_budget_compacts_and_sends_the_same_turn_again(stat
     context, lines = make_context(tokens=32_000, model=model)
     context.add("user", "read the files")
     for n in range(4):
-        read(context, f"f{n}.txt", 5000)
+        read(context, f"f{n}.txt", 3000)  # each within one reply's share of a 3,000-token window
     last_results = context.messages[-1]
     reply = context.chat()
     assert reply.text == "ok"
@@ -368,4 +368,73 @@ def test_a_huge_result_is_cut_to_half_the_budget_when_added():
     context.add("user", "read it")
     read(context, "big.txt", 100_000)
     assert 5000 < len(context.messages[-1]["content"]) <= 0.5 * 4000 * 3
-    assert context.results[3]["calls"][0]["bytes"] < 6000
+    assert context.results[3]["calls"][0]["bytes"] == 100_000  # what a stub will say: the output's real size
+
+
+# --- the current task's results, cut again when they do not fit ---
+
+
+def test_a_lowered_budget_cuts_the_current_results_again_and_the_turn_is_retried():
+    """A page sized for a 32,000-token budget, refused by a 4,096-token window: cut again, sent once more, fits."""
+    model = Model(refuse=refuse_above(4096))
+    context, lines = make_context(tokens=32_000, model=model)
+    context.add("user", "read big.txt")
+    read(context, "big.txt", 30_000)
+    assert context.chat().text == "ok"
+    assert len(model.turns) == 2  # refused once, then sent cut
+    sent = model.turns[-1]
+    assert sent[1] == {"role": "user", "content": "read big.txt"}
+    assert "(Cut here to fit the context budget" in sent[-1]["content"]
+    assert Budget(4096).estimate(sent) <= 0.75 * 4096
+
+
+def test_without_the_outputs_at_hand_the_current_results_become_a_stub_saying_to_read_less():
+    model = Model(refuse=refuse_above(4096))
+    context, _ = make_context(tokens=32_000, model=model)
+    context.add("user", "read big.txt")
+    read(context, "big.txt", 30_000)
+    context.outputs.clear()  # as after --resume: only the rendered message is known
+    assert context.chat().text == "ok"
+    assert model.turns[-1][-1]["content"] == (
+        "[read_file True]\n(Output removed to save context: 1 lines, 30,000 bytes. It is too long for the context "
+        "window: read it in parts, with read_file's offset and limit.)")
+
+
+def test_the_results_cap_leaves_room_for_the_system_prompt():
+    system = {"role": "system", "content": "s" * 2400}  # 800 tokens
+    context = Context([system], 2000, Model())
+    context.add("user", "read it")
+    read(context, "big.txt", 100_000)
+    assert context.budget.estimate(context.messages) <= 0.75 * 2000
+
+
+def test_no_request_over_the_budget_is_sent_the_newest_results_are_cut_further():
+    model = Model()
+    context, lines = make_context(tokens=3000, model=model)
+    context.add("user", "look at this log: " + "w" * 5000)  # with the results' own share, past the budget
+    read(context, "a.txt", 4400)
+    context.chat()
+    assert Budget(3000).estimate(model.turns[-1]) <= 0.75 * 3000
+    assert "(Cut here to fit the context budget" in model.turns[-1][-1]["content"]
+
+
+def test_a_task_larger_than_the_window_says_so():
+    model = Model(refuse=refuse_above(2000))
+    context, _ = make_context(tokens=2000, model=model)
+    context.add("user", "fix this: " + "y" * 20_000)
+    with pytest.raises(ChatError) as raised:
+        context.chat()
+    assert str(raised.value) == ("the task itself is about 6,674 tokens, more than the context budget of 2,000: "
+                                 "shorten it, or put it in a file and ask to read that file.")
+    assert model.turns == []
+
+
+def test_a_cut_output_keeps_its_head_and_its_tail_and_states_its_real_size():
+    output = "".join(f"test {n:03d} passed\n" for n in range(1, 201)) + "FAILED test_x: boom\n1 failed, 199 passed\n"
+    fitted = fit_outputs([output], 1000)[0]
+    assert fitted == ("".join(f"test {n:03d} passed\n" for n in range(1, 22))
+                      + "(Cut here to fit the context budget: the output has 202 lines, 3,241 bytes; the 2,560 bytes "
+                        "between here and its last lines are not shown. Ask for less at a time: read_file with offset "
+                        "and limit, a narrower search, a command with less output.)\n"
+                      + "".join(f"test {n:03d} passed\n" for n in range(182, 201))
+                      + "FAILED test_x: boom\n1 failed, 199 passed\n")
