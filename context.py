@@ -50,7 +50,8 @@ is left to do. Be specific and brief: at most 250 words of plain text. Do not ca
 SUMMARY_HEAD = "(The earlier part of this session was replaced by this summary to save context.)\n\n"
 SUMMARY_ACK = "(Understood: I will carry on from this summary.)"
 SUMMARY_INPUT_MESSAGE = 2000  # characters of each message shown to the summarizer
-SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief
+SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief...
+SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small budget would lose more than it gains
 MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
 TOO_LONG_NOTE = ("It is too long for the context window: read it in parts, with read_file's offset and limit.")
 CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
@@ -278,26 +279,27 @@ class Context:
         if not self.budget.fits(messages, goal):
             # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
             worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
-            keep = 0 if force else RECENT_SHARE  # forced: only the current task and the last message stay
-            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, keep)
+            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, before_task=force)
             if summarized:
                 messages, results, n_replaced = summarized
                 done.append(f"{n_replaced} older messages replaced by a summary")
-        if not done:
+        if not done or self.budget.estimate(messages) >= before:  # a summary as long as what it replaced
             return None
         self.messages[:] = messages
         self.results = results
         self.outputs = {}  # the indices moved; the current results are whole or stubbed, and are left so
-        return self.record_compaction(done, before)
+        return self.record_compaction(done, before, show=not force)
 
-    def record_compaction(self, done: list[str], before: int) -> str:
-        """Record the new history in the transcript and log the line saying what was done."""
+    def record_compaction(self, done: list[str], before: int, show: bool = True) -> str:
+        """Record the new history in the transcript, and return the line saying what was done (logged unless
+        `show` is False: /compact shows it itself)."""
         after = self.budget.estimate(self.messages)
         line = (f"Context compacted: {'; '.join(done)} ({before:,} → {after:,} tokens, "
                 f"budget {self.budget.tokens:,}).")
         self.transcript.write("compaction", done=done, before=before, after=after, messages=self.messages,
                               results=self.results)
-        self.log(line)
+        if show:
+            self.log(line)
         return line
 
     def summarize(self, text: str) -> str:
@@ -308,8 +310,10 @@ class Context:
         except ChatError as error:
             return f"(No summary could be written: {error}) The replaced turns ended:\n…{text[-1500:]}"
         summary = re.sub(r"(?s)\A\s*<think>.*?</think>", "", reply.text).strip()
-        if len(summary) > SUMMARY_MAX:
-            summary = summary[:SUMMARY_MAX] + " [… the rest of the summary was cut]"
+        most = min(SUMMARY_MAX, int(SUMMARY_SHARE * self.budget.tokens * self.budget.bytes_per_token))
+        if len(summary.encode("utf-8", errors="surrogatepass")) > most:
+            summary = (summary.encode("utf-8", errors="surrogatepass")[:most].decode("utf-8", errors="ignore")
+                       + " [… the rest of the summary was cut]")
         return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
 
 
@@ -360,14 +364,19 @@ def describe_call(name: str, args: dict) -> str:
 
 def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budget,
                     summarize: Callable[[str], str], worth: float = 0,
-                    keep: float = RECENT_SHARE) -> tuple[list[dict], dict[int, dict], int] | None:
+                    before_task: bool = False) -> tuple[list[dict], dict[int, dict], int] | None:
     """Replace the older turns with one summary, keeping the system prompt, the current task's message and
-    the recent turns (up to `keep` of the budget) verbatim: [system, summary, ack, (task), recent...].
-    None when the older turns hold fewer than `worth` tokens (or none at all)."""
+    the recent turns (up to RECENT_SHARE of the budget) verbatim: [system, summary, ack, (task), recent...];
+    `before_task` (for /compact) summarizes everything before the current task, and no more.
+    None when the older turns hold fewer than `worth` tokens, or nothing but an earlier summary."""
     task = current_task(messages, results)
-    start = recent_start(messages, budget, task, keep)
+    start = recent_start(messages, budget, task, RECENT_SHARE)
+    if before_task and task is not None:
+        start = task
     older = [index for index in range(1, start) if index != task]
-    if not older or budget.estimate([messages[index] for index in older]) < worth:
+    is_summary = lambda index: messages[index]["content"].startswith(SUMMARY_HEAD) or (
+        messages[index]["content"] == SUMMARY_ACK)
+    if all(map(is_summary, older)) or budget.estimate([messages[index] for index in older]) < worth:
         return None
     kept = ([task] if task is not None and task < start else []) + list(range(start, len(messages)))
     text = render_turns(messages, results, older, budget)

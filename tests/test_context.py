@@ -438,3 +438,62 @@ def test_a_cut_output_keeps_its_head_and_its_tail_and_states_its_real_size():
                         "and limit, a narrower search, a command with less output.)\n"
                       + "".join(f"test {n:03d} passed\n" for n in range(182, 201))
                       + "FAILED test_x: boom\n1 failed, 199 passed\n")
+
+
+# --- compaction never makes the history bigger ---
+
+
+class Verbose(Model):
+    """A model whose summaries are far longer than asked."""
+
+    def __call__(self, messages):
+        if messages[0]["content"] == SUMMARY_PROMPT:
+            self.seen.append(copy.deepcopy(messages))
+            return Reply("Notes. " * 2000, "stop", {})
+        return super().__call__(messages)
+
+
+def test_a_summary_is_cut_to_a_share_of_a_small_budget():
+    context, _ = make_context(tokens=2048, model=Verbose())
+    for n in range(4):
+        context.add("user", f"task {n}")
+        context.add("assistant", f"Answer {n}: " + "note " * 200)
+    context.add("user", "now")
+    context.compact(force=True)
+    summary = context.messages[1]["content"]
+    assert summary == SUMMARY_HEAD + ("Notes. " * 2000)[:614] + " [… the rest of the summary was cut]"
+
+
+def test_a_compaction_that_does_not_shrink_the_history_is_not_kept():
+    context, lines = make_context(tokens=32_000, model=Verbose())
+    context.add("user", "task 0")
+    context.add("assistant", "short answer")
+    context.add("user", "now")
+    before = copy.deepcopy(context.messages)
+    assert context.compact(force=True) is None
+    assert context.messages == before and lines == []
+
+
+def test_compact_on_a_history_that_is_already_a_summary_calls_no_model():
+    model = Model()
+    context, lines = make_context(tokens=4000, model=model)
+    for n in range(3):
+        context.add("user", f"task {n}")
+        context.add("assistant", f"Answer {n}: " + "note " * 100)
+    first = context.compact(force=True)
+    assert first.startswith("Context compacted:") and lines == []  # returned for /compact to show, not logged too
+    n_calls = len(model.seen)
+    assert context.compact(force=True) is None and len(model.seen) == n_calls
+
+
+def test_compact_keeps_the_last_tasks_turns_verbatim():
+    context, _ = make_context(tokens=32_000)
+    context.add("user", "first")
+    context.add("assistant", "first done " * 50)
+    context.add("user", "second")
+    context.add("assistant", "tool: read_file({\"path\": \"b.txt\"})", calls=["read_file"])
+    context.add_results([CallResult("read_file", {"path": "b.txt"}, True, "b")], [])
+    context.add("assistant", "second done")
+    last_task = copy.deepcopy(context.messages[3:])
+    context.compact(force=True)
+    assert context.messages[3:] == last_task

@@ -156,6 +156,7 @@ def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, proje
         done = agent(install, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
     assert done.returncode == 0 and done.stdout == "One.\nTwo.\nThree.\n"
     assert "Context compacted: 2 older messages replaced by a summary" in done.stderr
+    assert done.stderr.count("Context compacted:") == 1  # said once, not by compact() and /compact both
     summary_request, last = endpoint.received[2].body["messages"], endpoint.received[3].body["messages"]
     assert summary_request[0]["content"].startswith("You keep the notes of a coding agent")
     assert [m["content"] for m in last[1:]][1:] == ["(Understood: I will carry on from this summary.)", "two", "Two.",
