@@ -151,10 +151,11 @@ def test_log_writes_the_named_file_and_never_the_workspace(install, project, tmp
 
 
 def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, project, tmp_path):
-    script = ["One.", "Two.", "Summary: the user said one and two.", "Three."]
+    one = "One." + " In detail:" * 100  # long enough that a summary is shorter
+    script = [one, "Two.", "Summary: the user said one and two.", "Three."]
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
-    assert done.returncode == 0 and done.stdout == "One.\nTwo.\nThree.\n"
+    assert done.returncode == 0 and done.stdout == one + "\nTwo.\nThree.\n"
     assert "Context compacted: 2 older messages replaced by a summary" in done.stderr
     assert done.stderr.count("Context compacted:") == 1  # said once, not by compact() and /compact both
     summary_request, last = endpoint.received[2].body["messages"], endpoint.received[3].body["messages"]
