@@ -36,7 +36,8 @@ RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verb
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
 RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
 MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
-TRUNCATION_BYTES_PER_TOKEN = 8  # no tokenizer packs more: a server reporting fewer tokens cut the prompt
+TRUNCATION_BYTES_PER_TOKEN = 6  # no tokenizer packs a whole prompt tighter: a server reporting fewer tokens cut it
+MAX_LEARNT_JUMP = 1.6  # a count making bytes per token jump more than this is not learnt (it may be a cut prompt)
 MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
 REREADABLE = {"read_file", "list_files", "search_files"}  # tools that only read: calling again gets the output back
 
@@ -93,6 +94,7 @@ class Budget:
         self.tokens = tokens
         self.bytes_per_token = BYTES_PER_TOKEN
         self.warned_truncation = False
+        self.last_count: tuple[int, int] | None = None  # (bytes sent, prompt_tokens reported) of the last request
 
     def estimate(self, messages: list[dict]) -> int:
         return round(size_in_bytes(messages) / self.bytes_per_token)
@@ -103,22 +105,27 @@ class Budget:
     def calibrate(self, messages: list[dict], usage: dict) -> str | None:
         """Learn this server's bytes per token from the prompt_tokens it reported for `messages`.
 
-        Returns a warning, once, when the count is far too low for what was sent: the server cut the prompt.
+        A count that looks cut is not learnt: too few tokens for the bytes (no tokenizer packs a prompt past
+        TRUNCATION_BYTES_PER_TOKEN, and none jumps far from what it did before), or a count that stays flat
+        while requests grow. The first clear sign returns a warning, once: the server cuts prompts silently.
         """
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if not isinstance(tokens, int) or tokens <= 0:
             return None  # not reported
-        bytes_per_token = size_in_bytes(messages) / tokens
-        if bytes_per_token <= TRUNCATION_BYTES_PER_TOKEN:
+        sent = size_in_bytes(messages)
+        bytes_per_token, last, self.last_count = sent / tokens, self.last_count, (sent, tokens)
+        flat = last is not None and sent >= 1.2 * last[0] and tokens - last[1] < 0.25 * (sent - last[0]) * last[1] / last[0]
+        cut = bytes_per_token > TRUNCATION_BYTES_PER_TOKEN or flat
+        if not cut and bytes_per_token <= MAX_LEARNT_JUMP * self.bytes_per_token:
             self.bytes_per_token = max(bytes_per_token, 1.0)
             return None
-        if tokens < MIN_REAL_WINDOW or self.warned_truncation:
-            return None  # a placeholder count (some proxies and test servers send one), or said already
+        if not cut or tokens < MIN_REAL_WINDOW or self.warned_truncation:
+            return None  # a jump not learnt, a placeholder count (some proxies and test servers send one), or said
         self.warned_truncation = True
         return (f"The server counted {tokens:,} prompt tokens for a request of about {self.estimate(messages):,}: "
                 "it seems to cut long prompts silently (Ollama does, at its default window), so the model does not "
                 "see the whole conversation. Raise the server's context window (Ollama: OLLAMA_CONTEXT_LENGTH) "
-                "and set --context-tokens to match.")
+                f"and set --context-tokens to match, or set --context-tokens below {tokens:,}.")
 
     def refused(self, messages: list[dict], limit: int | None) -> None:
         """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit."""

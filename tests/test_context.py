@@ -497,3 +497,32 @@ def test_compact_keeps_the_last_tasks_turns_verbatim():
     last_task = copy.deepcopy(context.messages[3:])
     context.compact(force=True)
     assert context.messages[3:] == last_task
+
+
+def requests_of(n_bytes: int) -> list[dict]:
+    return [{"role": "user", "content": "a" * (n_bytes - MESSAGE_OVERHEAD)}]
+
+
+def test_a_count_that_stays_flat_while_requests_grow_is_a_cut_prompt_warned_at_once_with_true_figures():
+    """Ollama cutting prompts at 4,096 tokens, with a real tokenizer of 3.6 bytes a token: 18 KB is 5,000 tokens
+    but counted 4,096 (4.4 bytes a token: a tokenizer could). The flat count gives it away, at the first sign."""
+    budget = Budget(8000)
+    assert budget.calibrate(requests_of(10_800), {"prompt_tokens": 3000}) is None
+    assert budget.calibrate(requests_of(14_400), {"prompt_tokens": 4000}) is None
+    assert budget.bytes_per_token == 3.6
+    warning = budget.calibrate(requests_of(18_000), {"prompt_tokens": 4096})
+    assert warning.startswith("The server counted 4,096 prompt tokens for a request of about 5,000:")
+    assert budget.bytes_per_token == 3.6
+    assert budget.calibrate(requests_of(27_000), {"prompt_tokens": 4096}) is None  # said once; still not learnt
+    assert budget.bytes_per_token == 3.6 and budget.estimate(requests_of(27_000)) == 7500
+
+
+@pytest.mark.parametrize("n_bytes, tokens, learnt", [
+    (30_800, 4000, 3.0),  # 7.7 bytes a token: the old limit of 8 took it for a tokenizer
+    (20_000, 3500, 3.0),  # 5.7 from 3.0: too far a jump to learn from one count
+    (17_000, 4000, 4.25),  # English prose: learnt
+])
+def test_counts_that_look_cut_are_not_learnt(n_bytes, tokens, learnt):
+    budget = Budget(8000)
+    budget.calibrate(requests_of(n_bytes), {"prompt_tokens": tokens})
+    assert budget.bytes_per_token == learnt
