@@ -56,8 +56,8 @@ SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small 
 MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
 TOO_LONG_NOTE = ("It is too long for the context window: read it in parts, with read_file's offset and limit.")
 CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
-            "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and limit, a "
-            "narrower search, a command with less output.)\n")
+            "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
+            "limit, a narrower search, a command with less output.)\n")
 
 # A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
 # LM Studio, Mistral, Gemini and Anthropic.
@@ -114,7 +114,8 @@ class Budget:
             return None  # not reported
         sent = size_in_bytes(messages)
         bytes_per_token, last, self.last_count = sent / tokens, self.last_count, (sent, tokens)
-        flat = last is not None and sent >= 1.2 * last[0] and tokens - last[1] < 0.25 * (sent - last[0]) * last[1] / last[0]
+        # Requests 20% larger, but a count grown less than a quarter as much: the server stops counting somewhere.
+        flat = last is not None and sent >= 1.2 * last[0] and (tokens / last[1] - 1) < 0.25 * (sent / last[0] - 1)
         cut = bytes_per_token > TRUNCATION_BYTES_PER_TOKEN or flat
         if not cut and bytes_per_token <= MAX_LEARNT_JUMP * self.bytes_per_token:
             self.bytes_per_token = max(bytes_per_token, 1.0)
@@ -470,6 +471,6 @@ def cut(output: str, room: int) -> str:
     head = head[:head.rindex("\n") + 1] if "\n" in head else head
     tail = data[len(data) - half:].decode("utf-8", errors="ignore") if half else ""
     tail = tail[tail.index("\n") + 1:] if "\n" in tail else tail
-    missing = len(data) - len(head.encode("utf-8", errors="surrogatepass")) - len(tail.encode("utf-8", errors="surrogatepass"))
+    missing = len(data) - sum(len(part.encode("utf-8", errors="surrogatepass")) for part in (head, tail))
     note = CUT_NOTE.format(lines=len(output.splitlines()), total=len(data), size=missing)
     return head + ("" if head.endswith("\n") or not head else "\n") + note + tail

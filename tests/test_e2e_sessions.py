@@ -170,3 +170,36 @@ def test_a_bad_context_budget_is_a_usage_error(install, project, value):
     with FakeEndpoint([]) as endpoint:
         done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", value)
     assert done.returncode == 2 and "Traceback" not in done.stderr and endpoint.received == []
+
+
+def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tmp_path):
+    with FakeEndpoint(["Hello."]) as endpoint:
+        agent(install, project, endpoint, "-p", "hi")
+    path = transcripts(tmp_path)[0]
+    with FakeEndpoint([{"body": completion("A done."), "delay": 2}, "B done."]) as endpoint:
+        first = start_agent(install, project, endpoint, "--resume", str(path), "-p", "task A")
+        run_until(first, lambda: len(endpoint.received) == 1)
+        second = agent(install, project, endpoint, "--resume", str(path), "-p", "task B")
+        plain = agent(install, project, endpoint, "--resume", "-p", "task B")
+        first.communicate(timeout=20)
+    assert second.returncode == 2 and second.stderr == (
+        f"plainagent: --resume {path}: this session is in use by another plainagent that is still running; wait "
+        "for it to end, or start a new session without --resume.\n")
+    assert plain.returncode == 2 and "is in use by another plainagent" in plain.stderr
+    assert first.returncode == 0 and len(endpoint.received) == 1
+    entries = [json.loads(line) for line in path.read_text().splitlines()]  # B wrote nothing in between
+    assert [entry["message"]["content"] for entry in entries if entry["type"] == "message"
+            and entry["message"]["role"] != "system"] == ["hi", "Hello.", "task A", "A done."]
+
+
+def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
+    with FakeEndpoint(["Hello."]) as endpoint:
+        agent(install, project, endpoint, "-p", "hi")
+    path = transcripts(tmp_path)[0]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
+    assert done.returncode == 2 and endpoint.received == []
+    assert done.stderr == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
+                           f"resume it there (-C {project}), or start a new session here.\n")
