@@ -203,3 +203,13 @@ def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
     assert done.returncode == 2 and endpoint.received == []
     assert done.stderr == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")
+
+
+def test_the_benches_write_no_transcript_in_the_users_state_directory(tmp_path, monkeypatch):
+    import session as session_bench
+    import tokens as tokens_bench
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert session_bench.one_session()["requests"] > 0
+    assert tokens_bench.run_session(tokens_bench.scripted_replies(None))["exit_code"] == 0
+    assert not (tmp_path / "home").exists()
