@@ -144,11 +144,21 @@ def size_in_bytes(messages: list[dict]) -> int:
 def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     """(is it a refusal for length, the window it states if any)."""
     text = getattr(error, "detail", "") or str(error)  # the server's own words, without our "400 from URL"
-    if getattr(error, "status", None) not in (400, 413, 422, 500) or not WINDOW_WORDS.search(text):
-        return False, None
+    status = getattr(error, "status", None)
+    if status != 413 and (status not in (400, 422, 500) or not WINDOW_WORDS.search(text)):
+        return False, None  # a 413 is "too large" from a proxy in front too, whatever its words
+    stated = stated_window(getattr(error, "body", None))
     match = STATED_LIMIT.search(text)
     number = next((group for group in match.groups() if group), None) if match else None
-    return True, int(number.replace(",", "")) if number else None
+    return True, stated or (int(number.replace(",", "")) if number else None)
+
+
+def stated_window(body) -> int | None:
+    """The window a server's error object states as a field: llama.cpp's {"error": {..., "n_ctx": 4096}}.
+    (Read from ChatError.body, the parsed error response, when the client provides it.)"""
+    error = body.get("error") if isinstance(body, dict) else None
+    n_ctx = error.get("n_ctx") if isinstance(error, dict) else None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
 
 # --- the history, kept inside the budget ---

@@ -133,10 +133,19 @@ def test_a_server_that_cuts_prompts_silently_is_warned_about_once():
           "context length of only 4096 tokens, which is not enough.", 4096),  # LM Studio
     (400, "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", 1048576),
     (413, "Request too large: too many tokens in the prompt", None),
+    (413, "Request Entity Too Large", None),  # a proxy in front of the server, in its own words
 ])
 def test_a_refusal_for_length_is_recognised_with_its_limit(status, detail, limit):
     error = ChatError(f"{status} from http://x/v1/chat/completions: {detail}", status, detail)
     assert window_refusal(error) == (True, limit)
+
+
+def test_llama_cpps_stated_window_field_is_used():
+    detail = "the request exceeds the available context size, try increasing it (exceed_context_size_error)"
+    error = ChatError(f"400 from http://x/v1/chat/completions: {detail}", 400, detail)
+    error.body = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing "
+                            "it", "type": "exceed_context_size_error", "n_prompt_tokens": 4384, "n_ctx": 4096}}
+    assert window_refusal(error) == (True, 4096)
 
 
 @pytest.mark.parametrize("status, detail", [
