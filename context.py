@@ -54,7 +54,8 @@ SUMMARY_INPUT_MESSAGE = 2000  # characters of each message shown to the summariz
 SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief...
 SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small budget would lose more than it gains
 MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
-TOO_LONG_NOTE = ("It is too long for the context window: read it in parts, with read_file's offset and limit.")
+TOO_LONG_NOTE = ("It is too long for the context window: ask for less at a time (read_file with offset and limit, a "
+                 "narrower search, a command with less output).")
 CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
             "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
             "limit, a narrower search, a command with less output.)\n")
@@ -275,6 +276,8 @@ class Context:
                 continue
             if index in self.outputs and target >= MIN_CUT:
                 content = render_fitted(*self.outputs[index], target)
+                over = len(content.encode("utf-8", errors="surrogatepass")) - target  # the frames and notes
+                content = render_fitted(*self.outputs[index], target - over) if over > 0 else content
             else:
                 content = stub_text(self.results[index], TOO_LONG_NOTE)
                 self.results[index] = {**self.results[index], "stubbed": True}
@@ -303,9 +306,11 @@ class Context:
                 done.append(f"{n_replaced} older messages replaced by a summary")
         if not done or self.budget.estimate(messages) >= before:  # a summary as long as what it replaced
             return None
+        moved = {id(message): index for index, message in enumerate(messages)}  # a summary moves what it keeps
+        self.outputs = {moved[id(self.messages[index])]: outputs for index, outputs in self.outputs.items()
+                        if id(self.messages[index]) in moved}
         self.messages[:] = messages
         self.results = results
-        self.outputs = {}  # the indices moved; the current results are whole or stubbed, and are left so
         return self.record_compaction(done, before, show=not force)
 
     def record_compaction(self, done: list[str], before: int, show: bool = True) -> str:

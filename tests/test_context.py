@@ -353,7 +353,7 @@ def test_random_sessions_keep_the_history_well_formed_and_inside_the_budget(seed
         assert request[0] == SYSTEM and all(m["role"] != "system" for m in request[1:])
         roles = [m["role"] for m in request[1:]]
         assert roles == [("user", "assistant")[i % 2] for i in range(len(roles))] and roles[-1] == "user"
-        assert Budget(tokens).estimate(request) <= tokens
+        assert Budget(tokens).estimate(request) <= 0.75 * tokens  # room left for the reply, always
 
 
 @pytest.mark.parametrize("sizes, room, whole", [
@@ -406,7 +406,8 @@ def test_without_the_outputs_at_hand_the_current_results_become_a_stub_saying_to
     assert context.chat().text == "ok"
     assert model.turns[-1][-1]["content"] == (
         "[read_file True]\n(Output removed to save context: 1 lines, 30,000 bytes. It is too long for the context "
-        "window: read it in parts, with read_file's offset and limit.)")
+        "window: ask for less at a time (read_file with offset and limit, a narrower search, a command with less "
+        "output).)")
 
 
 def test_the_results_cap_leaves_room_for_the_system_prompt():
@@ -535,3 +536,17 @@ def test_counts_that_look_cut_are_not_learnt(n_bytes, tokens, learnt):
     budget = Budget(8000)
     budget.calibrate(requests_of(n_bytes), {"prompt_tokens": tokens})
     assert budget.bytes_per_token == learnt
+
+
+def test_after_a_summary_the_current_results_are_still_cut_not_stubbed():
+    model = Model()
+    context, _ = make_context(tokens=4000, model=model)
+    for n in range(6):
+        context.add("user", f"task {n}")
+        context.add("assistant", f"Answer {n}: " + "note " * 140)
+    context.add("user", "now look at this: " + "w" * 3000)
+    read(context, "a.txt", 5800)
+    context.chat()
+    sent = model.turns[-1]
+    assert sent[1]["content"].startswith(SUMMARY_HEAD) and "(Cut here to fit the context budget" in sent[-1]["content"]
+    assert Budget(4000).estimate(sent) <= 0.75 * 4000
