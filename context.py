@@ -4,15 +4,21 @@ Every request resends the whole history, so without a budget a session soon pass
 every request after that fails. `Context` keeps the messages (the one list the loop appends to) and:
   - estimates each request's size in tokens before it goes out: UTF-8 bytes / 3, which does not undercount
     Chinese or Japanese the way characters / 4 does, calibrated with the server's `usage.prompt_tokens`;
+  - cuts one reply's results to RESULTS_SHARE of what the system prompt leaves, keeping head and tail;
   - once a request would pass COMPACT_AT of the budget, compacts, stopping as soon as the history fits:
       1. older tool results become one-line stubs (the tool, its arguments, the size, how to get it again);
          the latest results stay whole;
       2. if that is not enough, the older turns become one summary, written by one model call with its own
-         short prompt; the recent turns stay verbatim;
+         short prompt (cut to SUMMARY_SHARE of the budget); the recent turns stay verbatim;
+      3. if it still does not fit, the current task's results are cut further, newest first (or stubbed
+         with a note to ask for less); no request estimated past COMPACT_AT of the budget is sent;
+    a compaction that would not shrink the history is dropped;
     the system prompt and the current task's message are never changed, and the model's own words are kept
     over tool output. After a compaction the history is again only appended to, so prompt caches hit again;
   - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
-    window: lowers the budget to the limit the message states, compacts, and sends the same turn again.
+    window: lowers the budget to the limit the message states, cuts the current results to the new share,
+    compacts, and sends the same turn again;
+  - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
 Nothing here talks to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
@@ -244,8 +250,9 @@ class Context:
         """Never send a request estimated past COMPACT_AT of the budget: after compaction (which leaves the
         current task's latest results whole) cut those results further, newest first; a task too large on its
         own is a failure with its own advice."""
-        limit = COMPACT_AT * self.budget.tokens
-        excess = lambda: (self.budget.estimate(self.messages) - limit) * self.budget.bytes_per_token  # in bytes
+        def excess() -> float:  # bytes past COMPACT_AT of the budget
+            return (self.budget.estimate(self.messages) - COMPACT_AT * self.budget.tokens) * self.budget.bytes_per_token
+
         if excess() > 0:
             self.cut_current_results(lambda index, size: int(size - excess()) if excess() > 0 else size)
         if self.budget.estimate(self.messages) > self.budget.tokens:
@@ -284,7 +291,7 @@ class Context:
             self.messages[index] = {"role": "user", "content": content}
             done += 1
         if done:
-            self.record_compaction([f"the latest tool results cut to fit the budget"], before)
+            self.record_compaction(["the latest tool results cut to fit the budget"], before)
 
     def compact(self, force: bool = False) -> str | None:
         """Compact when the next request would pass COMPACT_AT of the budget (or when forced, as far as
@@ -397,9 +404,8 @@ def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budg
     if before_task and task is not None:
         start = task
     older = [index for index in range(1, start) if index != task]
-    is_summary = lambda index: messages[index]["content"].startswith(SUMMARY_HEAD) or (
-        messages[index]["content"] == SUMMARY_ACK)
-    if all(map(is_summary, older)) or budget.estimate([messages[index] for index in older]) < worth:
+    older_messages = [messages[index] for index in older]
+    if all(map(is_summary, older_messages)) or budget.estimate(older_messages) < worth:
         return None
     kept = ([task] if task is not None and task < start else []) + list(range(start, len(messages)))
     text = render_turns(messages, results, older, budget)
@@ -408,6 +414,11 @@ def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budg
     new_messages = head + [messages[index] for index in kept]
     new_results = {len(head) + position: results[index] for position, index in enumerate(kept) if index in results}
     return new_messages, new_results, len(older)
+
+
+def is_summary(message: dict) -> bool:
+    """True for an earlier summary or its acknowledgement: summarizing them again would add nothing."""
+    return message["content"].startswith(SUMMARY_HEAD) or message["content"] == SUMMARY_ACK
 
 
 def current_task(messages: list[dict], results: dict[int, dict]) -> int | None:
