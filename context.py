@@ -124,7 +124,8 @@ class Budget:
         # Requests 20% larger, but a count grown less than a quarter as much: the server stops counting somewhere.
         flat = last is not None and sent >= 1.2 * last[0] and (tokens / last[1] - 1) < 0.25 * (sent / last[0] - 1)
         cut = bytes_per_token > TRUNCATION_BYTES_PER_TOKEN or flat
-        if not cut and bytes_per_token <= MAX_LEARNT_JUMP * self.bytes_per_token:
+        # (From the default at least: a refusal may have lowered the running value far below any real tokenizer.)
+        if not cut and bytes_per_token <= MAX_LEARNT_JUMP * max(self.bytes_per_token, BYTES_PER_TOKEN):
             self.bytes_per_token = max(bytes_per_token, 1.0)
             return None
         if not cut or tokens < MIN_REAL_WINDOW or self.warned_truncation:

@@ -71,7 +71,7 @@ def new_session_path(workspace: Path, now: float | None = None) -> Path:
 
 def latest_session(workspace: Path) -> Path:
     """The transcript of this workspace written to last and not in use by another run, or a TranscriptError."""
-    pattern = re.compile(rf"_{re.escape(workspace_tag(workspace))}(-\d+)?\.jsonl")  # -2: started in the same second
+    pattern = re.compile(rf"_{re.escape(workspace_tag(workspace))}(-\d+)?\.jsonl$")  # -2: started in the same second
     found = []
     for path in sessions_dir().glob(f"*_{workspace_tag(workspace)}*.jsonl"):
         try:  # a file deleted since the listing, or a dangling link, is not a session

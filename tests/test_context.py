@@ -538,6 +538,13 @@ def test_counts_that_look_cut_are_not_learnt(n_bytes, tokens, learnt):
     assert budget.bytes_per_token == learnt
 
 
+def test_a_real_count_is_learnt_after_a_refusal_lowered_the_estimate_far():
+    budget = Budget(8000)
+    budget.bytes_per_token = 2.0  # as a refusal for a request we thought fitted leaves it
+    budget.calibrate(requests_of(14_400), {"prompt_tokens": 4000})
+    assert budget.bytes_per_token == 3.6
+
+
 def test_after_a_summary_the_current_results_are_still_cut_not_stubbed():
     model = Model()
     context, _ = make_context(tokens=4000, model=model)
