@@ -4,15 +4,21 @@ Every request resends the whole history, so without a budget a session soon pass
 every request after that fails. `Context` keeps the messages (the one list the loop appends to) and:
   - estimates each request's size in tokens before it goes out: UTF-8 bytes / 3, which does not undercount
     Chinese or Japanese the way characters / 4 does, calibrated with the server's `usage.prompt_tokens`;
+  - cuts one reply's results to RESULTS_SHARE of what the system prompt leaves, keeping head and tail;
   - once a request would pass COMPACT_AT of the budget, compacts, stopping as soon as the history fits:
       1. older tool results become one-line stubs (the tool, its arguments, the size, how to get it again);
          the latest results stay whole;
       2. if that is not enough, the older turns become one summary, written by one model call with its own
-         short prompt; the recent turns stay verbatim;
+         short prompt (cut to SUMMARY_SHARE of the budget); the recent turns stay verbatim;
+      3. if it still does not fit, the current task's results are cut further, newest first (or stubbed
+         with a note to ask for less); no request estimated past COMPACT_AT of the budget is sent;
+    a compaction that would not shrink the history is dropped;
     the system prompt and the current task's message are never changed, and the model's own words are kept
     over tool output. After a compaction the history is again only appended to, so prompt caches hit again;
   - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
-    window: lowers the budget to the limit the message states, compacts, and sends the same turn again.
+    window: lowers the budget to the limit the message states, cuts the current results to the new share,
+    compacts, and sends the same turn again;
+  - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
 Nothing here talks to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
@@ -36,7 +42,8 @@ RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verb
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
 RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
 MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
-TRUNCATION_BYTES_PER_TOKEN = 8  # no tokenizer packs more: a server reporting fewer tokens cut the prompt
+TRUNCATION_BYTES_PER_TOKEN = 6  # no tokenizer packs a whole prompt tighter: a server reporting fewer tokens cut it
+MAX_LEARNT_JUMP = 1.6  # a count making bytes per token jump more than this is not learnt (it may be a cut prompt)
 MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
 REREADABLE = {"read_file", "list_files", "search_files"}  # tools that only read: calling again gets the output back
 
@@ -50,9 +57,14 @@ is left to do. Be specific and brief: at most 250 words of plain text. Do not ca
 SUMMARY_HEAD = "(The earlier part of this session was replaced by this summary to save context.)\n\n"
 SUMMARY_ACK = "(Understood: I will carry on from this summary.)"
 SUMMARY_INPUT_MESSAGE = 2000  # characters of each message shown to the summarizer
-SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief
-CUT_NOTE = ("\n(Cut here to fit the context budget: {lines:,} more lines, {size:,} bytes not shown. Ask for less "
-            "at a time: read_file with offset and limit, a narrower search, a command with less output.)")
+SUMMARY_MAX = 3000  # characters of summary kept, should the model not keep it brief...
+SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small budget would lose more than it gains
+MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
+TOO_LONG_NOTE = ("It is too long for the context window: ask for less at a time (read_file with offset and limit, a "
+                 "narrower search, a command with less output).")
+CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
+            "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
+            "limit, a narrower search, a command with less output.)\n")
 
 # A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
 # LM Studio, Mistral, Gemini and Anthropic.
@@ -89,6 +101,7 @@ class Budget:
         self.tokens = tokens
         self.bytes_per_token = BYTES_PER_TOKEN
         self.warned_truncation = False
+        self.last_count: tuple[int, int] | None = None  # (bytes sent, prompt_tokens reported) of the last request
 
     def estimate(self, messages: list[dict]) -> int:
         return round(size_in_bytes(messages) / self.bytes_per_token)
@@ -99,22 +112,29 @@ class Budget:
     def calibrate(self, messages: list[dict], usage: dict) -> str | None:
         """Learn this server's bytes per token from the prompt_tokens it reported for `messages`.
 
-        Returns a warning, once, when the count is far too low for what was sent: the server cut the prompt.
+        A count that looks cut is not learnt: too few tokens for the bytes (no tokenizer packs a prompt past
+        TRUNCATION_BYTES_PER_TOKEN, and none jumps far from what it did before), or a count that stays flat
+        while requests grow. The first clear sign returns a warning, once: the server cuts prompts silently.
         """
         tokens = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if not isinstance(tokens, int) or tokens <= 0:
             return None  # not reported
-        bytes_per_token = size_in_bytes(messages) / tokens
-        if bytes_per_token <= TRUNCATION_BYTES_PER_TOKEN:
+        sent = size_in_bytes(messages)
+        bytes_per_token, last, self.last_count = sent / tokens, self.last_count, (sent, tokens)
+        # Requests 20% larger, but a count grown less than a quarter as much: the server stops counting somewhere.
+        flat = last is not None and sent >= 1.2 * last[0] and (tokens / last[1] - 1) < 0.25 * (sent / last[0] - 1)
+        cut = bytes_per_token > TRUNCATION_BYTES_PER_TOKEN or flat
+        # (From the default at least: a refusal may have lowered the running value far below any real tokenizer.)
+        if not cut and bytes_per_token <= MAX_LEARNT_JUMP * max(self.bytes_per_token, BYTES_PER_TOKEN):
             self.bytes_per_token = max(bytes_per_token, 1.0)
             return None
-        if tokens < MIN_REAL_WINDOW or self.warned_truncation:
-            return None  # a placeholder count (some proxies and test servers send one), or said already
+        if not cut or tokens < MIN_REAL_WINDOW or self.warned_truncation:
+            return None  # a jump not learnt, a placeholder count (some proxies and test servers send one), or said
         self.warned_truncation = True
         return (f"The server counted {tokens:,} prompt tokens for a request of about {self.estimate(messages):,}: "
                 "it seems to cut long prompts silently (Ollama does, at its default window), so the model does not "
                 "see the whole conversation. Raise the server's context window (Ollama: OLLAMA_CONTEXT_LENGTH) "
-                "and set --context-tokens to match.")
+                f"and set --context-tokens to match, or set --context-tokens below {tokens:,}.")
 
     def refused(self, messages: list[dict], limit: int | None) -> None:
         """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit."""
@@ -132,11 +152,21 @@ def size_in_bytes(messages: list[dict]) -> int:
 def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     """(is it a refusal for length, the window it states if any)."""
     text = getattr(error, "detail", "") or str(error)  # the server's own words, without our "400 from URL"
-    if getattr(error, "status", None) not in (400, 413, 422, 500) or not WINDOW_WORDS.search(text):
-        return False, None
+    status = getattr(error, "status", None)
+    if status != 413 and (status not in (400, 422, 500) or not WINDOW_WORDS.search(text)):
+        return False, None  # a 413 is "too large" from a proxy in front too, whatever its words
+    stated = stated_window(getattr(error, "body", None))
     match = STATED_LIMIT.search(text)
     number = next((group for group in match.groups() if group), None) if match else None
-    return True, int(number.replace(",", "")) if number else None
+    return True, stated or (int(number.replace(",", "")) if number else None)
+
+
+def stated_window(body) -> int | None:
+    """The window a server's error object states as a field: llama.cpp's {"error": {..., "n_ctx": 4096}}.
+    (Read from ChatError.body, the parsed error response, when the client provides it.)"""
+    error = body.get("error") if isinstance(body, dict) else None
+    n_ctx = error.get("n_ctx") if isinstance(error, dict) else None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None
 
 
 # --- the history, kept inside the budget ---
@@ -153,6 +183,7 @@ class Context:
                  transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None):
         self.messages = messages
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
+        self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
         self.chat_function = chat
         self.transcript = transcript or Transcript()
@@ -160,28 +191,33 @@ class Context:
 
     def add(self, role: str, content: str, **record) -> None:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
+        if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
+            self.outputs.clear()
         self.messages.append({"role": role, "content": content})
         self.transcript.write("message", message=self.messages[-1], **record)
 
     def add_results(self, results: list[CallResult], notes: list[str]) -> None:
         """Append one reply's results as one user message, cut to fit the budget if they are very long."""
-        outputs = fit_outputs([result.output for result in results],
-                              int(RESULTS_SHARE * self.budget.tokens * self.budget.bytes_per_token))
         for result in results:
             self.transcript.write("tool", name=result.name, ok=result.ok, seconds=round(result.seconds, 3))
         record = {"calls": [{"name": result.name, "args": result.args, "ok": result.ok,
-                             "bytes": len(output.encode("utf-8", errors="surrogatepass")),
-                             "lines": len(output.splitlines())}
-                            for result, output in zip(results, outputs)], "notes": notes}
+                             "bytes": len(result.output.encode("utf-8", errors="surrogatepass")),
+                             "lines": len(result.output.splitlines())} for result in results], "notes": notes}
         self.results[len(self.messages)] = record
-        rendered = [render_result(result.name, result.ok, output) for result, output in zip(results, outputs)]
-        self.add("user", render_results(rendered, notes), results=record)
+        self.outputs[len(self.messages)] = (results, notes)
+        self.add("user", render_fitted(results, notes, self.results_room()), results=record)
+
+    def results_room(self) -> int:
+        """Bytes one reply's results may take: RESULTS_SHARE of what the budget leaves beside the system prompt."""
+        free = self.budget.tokens - self.budget.estimate(self.messages[:1])
+        return max(int(RESULTS_SHARE * free * self.budget.bytes_per_token), 0)
 
     def chat(self) -> Reply:
         """One model call that fits the window: compact first if needed; a refusal for length lowers the
         budget, compacts and sends the same turn again (MAX_REFUSALS times at most)."""
         for n_refusals in range(MAX_REFUSALS + 1):
             self.compact()
+            self.fit_request()
             started = time.monotonic()
             try:
                 reply = self.chat_function(self.messages)
@@ -190,6 +226,7 @@ class Context:
                 if not is_refusal:
                     raise
                 if n_refusals == MAX_REFUSALS:
+                    self.check_task_fits(self.budget.tokens)
                     raise ChatError(f"{error} The history was compacted to about "
                                     f"{self.budget.estimate(self.messages):,} tokens and still does not fit; start "
                                     "a new session, or give a smaller --context-tokens.") from None
@@ -208,6 +245,54 @@ class Context:
         self.log(f"The server refused the request as too long for the model's context window{window}; "
                  f"the context budget is now {self.budget.tokens:,} tokens. Compacting and sending it again.")
         self.transcript.write("budget", tokens=self.budget.tokens, reason=getattr(error, "detail", "") or str(error))
+        self.cut_current_results(lambda index, size: self.results_room())  # they were sized for the old budget
+
+    def fit_request(self) -> None:
+        """Never send a request estimated past COMPACT_AT of the budget: after compaction (which leaves the
+        current task's latest results whole) cut those results further, newest first; a task too large on its
+        own is a failure with its own advice."""
+        def excess() -> float:  # bytes past COMPACT_AT of the budget
+            return (self.budget.estimate(self.messages) - COMPACT_AT * self.budget.tokens) * self.budget.bytes_per_token
+
+        if excess() > 0:
+            self.cut_current_results(lambda index, size: int(size - excess()) if excess() > 0 else size)
+        if self.budget.estimate(self.messages) > self.budget.tokens:
+            self.check_task_fits(self.budget.tokens)
+            raise ChatError(f"the history is about {self.budget.estimate(self.messages):,} tokens and cannot be "
+                            f"compacted below the context budget of {self.budget.tokens:,}; start a new session, or "
+                            "raise --context-tokens if the model's window allows.")
+
+    def check_task_fits(self, window: int) -> None:
+        """A ChatError with the right advice when the system prompt and the task alone pass `window` tokens:
+        no compaction and no new session helps then."""
+        task = current_task(self.messages, self.results)
+        if task is not None and self.budget.estimate([self.messages[0], self.messages[task]]) > window:
+            raise ChatError(f"the task itself is about {self.budget.estimate([self.messages[task]]):,} tokens, more "
+                            f"than the context budget of {window:,}: shorten it, or put it in a file and ask to read "
+                            "that file.")
+
+    def cut_current_results(self, room: Callable[[int, int], int]) -> None:
+        """Cut the current task's results, newest first, each to `room(index, its size in bytes)`; those too
+        small to keep a useful part, or whose outputs are no longer at hand (a resumed session), become stubs
+        saying how to read less. The new history is recorded like a compaction."""
+        before, done = self.budget.estimate(self.messages), 0
+        task = current_task(self.messages, self.results) or 0
+        for index in sorted((index for index in self.results if index > task), reverse=True):
+            size = len(self.messages[index]["content"].encode("utf-8", errors="surrogatepass"))
+            target = room(index, size)
+            if target >= size or self.results[index].get("stubbed"):
+                continue
+            if index in self.outputs and target >= MIN_CUT:
+                content = render_fitted(*self.outputs[index], target)
+                over = len(content.encode("utf-8", errors="surrogatepass")) - target  # the frames and notes
+                content = render_fitted(*self.outputs[index], target - over) if over > 0 else content
+            else:
+                content = stub_text(self.results[index], TOO_LONG_NOTE)
+                self.results[index] = {**self.results[index], "stubbed": True}
+            self.messages[index] = {"role": "user", "content": content}
+            done += 1
+        if done:
+            self.record_compaction(["the latest tool results cut to fit the budget"], before)
 
     def compact(self, force: bool = False) -> str | None:
         """Compact when the next request would pass COMPACT_AT of the budget (or when forced, as far as
@@ -223,21 +308,29 @@ class Context:
         if not self.budget.fits(messages, goal):
             # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
             worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
-            keep = 0 if force else RECENT_SHARE  # forced: only the current task and the last message stay
-            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, keep)
+            summarized = summarize_older(messages, results, self.budget, self.summarize, worth, before_task=force)
             if summarized:
                 messages, results, n_replaced = summarized
                 done.append(f"{n_replaced} older messages replaced by a summary")
-        if not done:
+        if not done or self.budget.estimate(messages) >= before:  # a summary as long as what it replaced
             return None
+        moved = {id(message): index for index, message in enumerate(messages)}  # a summary moves what it keeps
+        self.outputs = {moved[id(self.messages[index])]: outputs for index, outputs in self.outputs.items()
+                        if id(self.messages[index]) in moved}
         self.messages[:] = messages
         self.results = results
-        after = self.budget.estimate(messages)
+        return self.record_compaction(done, before, show=not force)
+
+    def record_compaction(self, done: list[str], before: int, show: bool = True) -> str:
+        """Record the new history in the transcript, and return the line saying what was done (logged unless
+        `show` is False: /compact shows it itself)."""
+        after = self.budget.estimate(self.messages)
         line = (f"Context compacted: {'; '.join(done)} ({before:,} → {after:,} tokens, "
                 f"budget {self.budget.tokens:,}).")
-        self.transcript.write("compaction", done=done, before=before, after=after, messages=messages,
-                              results=results)
-        self.log(line)
+        self.transcript.write("compaction", done=done, before=before, after=after, messages=self.messages,
+                              results=self.results)
+        if show:
+            self.log(line)
         return line
 
     def summarize(self, text: str) -> str:
@@ -248,8 +341,10 @@ class Context:
         except ChatError as error:
             return f"(No summary could be written: {error}) The replaced turns ended:\n…{text[-1500:]}"
         summary = re.sub(r"(?s)\A\s*<think>.*?</think>", "", reply.text).strip()
-        if len(summary) > SUMMARY_MAX:
-            summary = summary[:SUMMARY_MAX] + " [… the rest of the summary was cut]"
+        most = min(SUMMARY_MAX, int(SUMMARY_SHARE * self.budget.tokens * self.budget.bytes_per_token))
+        if len(summary.encode("utf-8", errors="surrogatepass")) > most:
+            summary = (summary.encode("utf-8", errors="surrogatepass")[:most].decode("utf-8", errors="ignore")
+                       + " [… the rest of the summary was cut]")
         return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
 
 
@@ -266,8 +361,7 @@ def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[
         record = results[index]
         if record.get("stubbed"):
             continue
-        stub = render_results([render_result(call["name"], call["ok"], describe_removed(call))
-                               for call in record["calls"]], record["notes"])
+        stub = stub_text(record)
         if len(stub) < len(messages[index]["content"]):
             messages[index] = {"role": "user", "content": stub}
             results[index] = {**record, "stubbed": True}
@@ -275,9 +369,17 @@ def stub_results(messages: list[dict], results: dict[int, dict], fits: Callable[
     return n_stubbed
 
 
-def describe_removed(call: dict) -> str:
-    """A stub's text: what the output was, and how to get it again."""
+def stub_text(record: dict, note: str = "") -> str:
+    """A results message's stub: each call, and what its output was."""
+    return render_results([render_result(call["name"], call["ok"], describe_removed(call, note))
+                           for call in record["calls"]], record["notes"])
+
+
+def describe_removed(call: dict, note: str = "") -> str:
+    """A stub's text: what the output was, and how to get it again (or `note`, why not whole)."""
     what = f"{call.get('lines', 0):,} lines, {call.get('bytes', 0):,} bytes"
+    if note:
+        return f"(Output removed to save context: {what}. {note})"
     if call["name"] in REREADABLE:
         return (f"(Output removed to save context: {what}. If you need it again, call "
                 f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)}).)")
@@ -293,14 +395,18 @@ def describe_call(name: str, args: dict) -> str:
 
 def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budget,
                     summarize: Callable[[str], str], worth: float = 0,
-                    keep: float = RECENT_SHARE) -> tuple[list[dict], dict[int, dict], int] | None:
+                    before_task: bool = False) -> tuple[list[dict], dict[int, dict], int] | None:
     """Replace the older turns with one summary, keeping the system prompt, the current task's message and
-    the recent turns (up to `keep` of the budget) verbatim: [system, summary, ack, (task), recent...].
-    None when the older turns hold fewer than `worth` tokens (or none at all)."""
+    the recent turns (up to RECENT_SHARE of the budget) verbatim: [system, summary, ack, (task), recent...];
+    `before_task` (for /compact) summarizes everything before the current task, and no more.
+    None when the older turns hold fewer than `worth` tokens, or nothing but an earlier summary."""
     task = current_task(messages, results)
-    start = recent_start(messages, budget, task, keep)
+    start = recent_start(messages, budget, task, RECENT_SHARE)
+    if before_task and task is not None:
+        start = task
     older = [index for index in range(1, start) if index != task]
-    if not older or budget.estimate([messages[index] for index in older]) < worth:
+    older_messages = [messages[index] for index in older]
+    if all(map(is_summary, older_messages)) or budget.estimate(older_messages) < worth:
         return None
     kept = ([task] if task is not None and task < start else []) + list(range(start, len(messages)))
     text = render_turns(messages, results, older, budget)
@@ -309,6 +415,11 @@ def summarize_older(messages: list[dict], results: dict[int, dict], budget: Budg
     new_messages = head + [messages[index] for index in kept]
     new_results = {len(head) + position: results[index] for position, index in enumerate(kept) if index in results}
     return new_messages, new_results, len(older)
+
+
+def is_summary(message: dict) -> bool:
+    """True for an earlier summary or its acknowledgement: summarizing them again would add nothing."""
+    return message["content"].startswith(SUMMARY_HEAD) or message["content"] == SUMMARY_ACK
 
 
 def current_task(messages: list[dict], results: dict[int, dict]) -> int | None:
@@ -357,9 +468,16 @@ def render_turns(messages: list[dict], results: dict[int, dict], indices: list[i
     return "\n\n".join(text for _, text in parts)
 
 
+def render_fitted(results: list[CallResult], notes: list[str], room: int) -> str:
+    """One reply's results as one message, the outputs cut to share `room` bytes if they are longer."""
+    outputs = fit_outputs([result.output for result in results], room)
+    return render_results([render_result(result.name, result.ok, output) for result, output in zip(results, outputs)],
+                          notes)
+
+
 def fit_outputs(outputs: list[str], room: int) -> list[str]:
     """Cut outputs whose total passes `room` bytes: the shortest stay whole, the rest share what is left,
-    each keeping its head and a note on how to get the rest."""
+    each keeping its head and tail and a note on how to get the rest."""
     sizes = [len(output.encode("utf-8", errors="surrogatepass")) for output in outputs]
     if sum(sizes) <= room:
         return outputs
@@ -372,9 +490,14 @@ def fit_outputs(outputs: list[str], room: int) -> list[str]:
 
 
 def cut(output: str, room: int) -> str:
-    """The head of `output` in about `room` bytes, ending at a line end, and a note on what is missing."""
-    head = output.encode("utf-8", errors="surrogatepass")[:max(room - 250, 0)].decode("utf-8", errors="ignore")
-    if "\n" in head:
-        head = head[:head.rindex("\n")]
-    rest = output[len(head):]
-    return head + CUT_NOTE.format(lines=len(rest.splitlines()), size=len(rest.encode("utf-8", errors="surrogatepass")))
+    """The head and the tail of `output` in about `room` bytes, cut at line ends, with a note between them
+    on what is missing: a command's summary and errors come at its end, a file's start says what it is."""
+    data = output.encode("utf-8", errors="surrogatepass")
+    half = max(room - 300, 0) // 2  # the note takes about 300 bytes
+    head = data[:half].decode("utf-8", errors="ignore")
+    head = head[:head.rindex("\n") + 1] if "\n" in head else head
+    tail = data[len(data) - half:].decode("utf-8", errors="ignore") if half else ""
+    tail = tail[tail.index("\n") + 1:] if "\n" in tail else tail
+    missing = len(data) - sum(len(part.encode("utf-8", errors="surrogatepass")) for part in (head, tail))
+    note = CUT_NOTE.format(lines=len(output.splitlines()), total=len(data), size=missing)
+    return head + ("" if head.endswith("\n") or not head else "\n") + note + tail

@@ -16,7 +16,8 @@ A results message carries `results`, the calls behind it (name, arguments, ok, s
 to replace it with stubs; an assistant message carries `calls`, the names of the calls it made, so a resume
 can tell which calls were cut off. Each line goes out in one write() with no buffer in front, so `kill -9`
 loses at most the line being written. Files live in the user's state directory, never in the workspace,
-and are readable by the user only: they hold source code.
+and are readable by the user only: they hold source code. A running session holds an exclusive lock on its
+file (flock), so a second run cannot resume it at the same time and interleave its lines with the first's.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: sessions are not locked
+    fcntl = None
 
 VERSION = "0.1"  # the program's version, as the first line of every transcript records it
 ROLES = ("system", "user", "assistant")
@@ -65,13 +71,49 @@ def new_session_path(workspace: Path, now: float | None = None) -> Path:
 
 
 def latest_session(workspace: Path) -> Path:
-    """The transcript of this workspace written to last, or a TranscriptError saying there is none."""
-    found = sorted(sessions_dir().glob(f"*_{workspace_tag(workspace)}.jsonl"),
-                   key=lambda path: (path.stat().st_mtime, path.name))
+    """The transcript of this workspace written to last and not in use by another run, or a TranscriptError."""
+    pattern = re.compile(rf"_{re.escape(workspace_tag(workspace))}(-\d+)?\.jsonl$")  # -2: started in the same second
+    found = []
+    for path in sessions_dir().glob(f"*_{workspace_tag(workspace)}*.jsonl"):
+        try:  # a file deleted since the listing, or a dangling link, is not a session
+            if (match := pattern.search(path.name)) and path.is_file():
+                found.append((path.stat().st_mtime, path.name[:match.start()], int((match[1] or "-1")[1:]), path))
+        except OSError:
+            continue
     if not found:
         raise TranscriptError(f"no session to resume for {workspace} in {sessions_dir()}; "
                               "start one without --resume, or name a transcript: --resume FILE.")
-    return found[-1]
+    for *_, path in sorted(found, reverse=True):  # by time written, then started, then -2 after the first
+        if not in_use(path):
+            return path
+    raise TranscriptError(f"the latest session of {workspace} ({max(found)[-1]}) is in use by another "
+                          "plainagent that is still running; wait for it to end, or start a new session without "
+                          "--resume.")
+
+
+def in_use(path: Path) -> bool:
+    """True when another run holds the session's lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False  # then resuming it says what is wrong
+    try:
+        return not lock(fd)
+    finally:
+        os.close(fd)  # closing lets the lock go
+
+
+def lock(fd: int) -> bool:
+    """Take the exclusive lock on an open transcript, without waiting; False if another run holds it."""
+    if fcntl is None:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    except OSError:  # a file system without locks (some network mounts): go on unlocked
+        return True
+    return True
 
 
 def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded | None]:
@@ -84,8 +126,7 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
               "context_tokens": config.context_tokens}
     if config.resume is not None:
         path = Path(config.resume) if config.resume else latest_session(config.workspace)
-        loaded = load(path)
-        return Transcript.reopen(path, header, secret=config.api_key, log=log), loaded
+        return Transcript.reopen(path, header, secret=config.api_key, log=log)
     path = config.log or new_session_path(config.workspace)
     return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None
 
@@ -112,11 +153,11 @@ class Transcript:
                     state_dir().mkdir(parents=True, exist_ok=True, mode=0o700)
                     sessions_dir().mkdir(exist_ok=True, mode=0o700)
                 fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+                lock(fd)  # a new file: nobody else holds it; taken so that no --resume joins in
                 break
             except FileExistsError:
                 if explicit:
-                    raise TranscriptError(f"--log {path}: the file exists; continue it with --resume {path}, "
-                                          "or choose a new file.") from None
+                    raise TranscriptError(f"--log {path}: {existing(path)}") from None
             except OSError as error:
                 if explicit:
                     raise TranscriptError(f"--log {path}: cannot create it: {error.strerror or error}.") from None
@@ -130,17 +171,38 @@ class Transcript:
 
     @classmethod
     def reopen(cls, path: Path, header: dict, *, secret: str = "",
-               log: Callable[[str], None] = lambda line: None) -> Transcript:
-        """Go on writing a resumed transcript, after a line saying a new run took over."""
+               log: Callable[[str], None] = lambda line: None) -> tuple[Transcript, Loaded]:
+        """Lock a transcript, read it back, and go on writing it after a line saying a new run took over.
+
+        A session another run holds, or one that worked in another workspace, is a TranscriptError: its
+        history describes files that are not the ones the tools would touch here.
+        """
         try:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as error:
+            load(path)  # says it best when the file is missing, unreadable or not a transcript
+            raise TranscriptError(f"--resume {path}: cannot write to it: {error.strerror or error}.") from None
+        try:
+            if not lock(fd):
+                raise TranscriptError(f"--resume {path}: this session is in use by another plainagent that is "
+                                      "still running; wait for it to end, or start a new session without --resume.")
+            loaded = load(path)  # read under the lock: nobody appends meanwhile
+            workspace = loaded.header.get("workspace")
+            if workspace and header.get("workspace") and workspace != header["workspace"]:
+                raise TranscriptError(f"--resume {path}: that session worked in {workspace}, not in "
+                                      f"{header['workspace']}; resume it there (-C {workspace}), or start a new "
+                                      "session here.")
             if path.stat().st_size and not path.read_bytes().endswith(b"\n"):
                 os.write(fd, b"\n")  # end a torn last line, so the next line is not glued to it
         except OSError as error:
+            os.close(fd)
             raise TranscriptError(f"--resume {path}: cannot write to it: {error.strerror or error}.") from None
+        except TranscriptError:
+            os.close(fd)
+            raise
         transcript = cls(path, fd, secret, log)
         transcript.write("resumed", version=VERSION, **header, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        return transcript
+        return transcript, loaded
 
     def write(self, kind: str, **fields) -> None:
         """Append one line; a failing disk is said once, and the session goes on unrecorded."""
@@ -179,6 +241,20 @@ class SubagentTranscript(Transcript):
         self.parent.write("subagent", event=kind, **fields)
 
 
+def existing(path: Path) -> str:
+    """Why --log cannot take `path`, which exists, and what to do instead."""
+    if path.is_dir():
+        return "that is a folder; name a new file in it."
+    try:
+        with open(path, "rb") as file:
+            header = parse_line(file.readline())
+    except OSError:
+        header = None
+    if header and header.get("type") == "session" and header.get("program") == "plainagent":
+        return f"the file exists; continue it with --resume {path}, or choose a new file."
+    return "the file exists (and is not a plainagent transcript); choose a new file."
+
+
 # --- reading back, for --resume ---
 
 
@@ -212,8 +288,9 @@ def load(path: Path) -> Loaded:
     for number, raw in enumerate(lines[1:], start=2):
         entry = parse_line(raw)
         if entry is None:
-            if raw.strip():
-                where = "the last line" if number == len(lines) or not any(lines[number:]) else f"line {number}"
+            following = next((line for line in lines[number:] if line.strip()), None)
+            if raw.strip() and not is_resumed(following):  # a line a later run took over after has been said
+                where = f"line {number}" if following else "the last line"
                 loaded.warnings.append(f"{path}: {where} is incomplete (the session ended while writing it); "
                                        "skipped.")
             continue
@@ -233,6 +310,12 @@ def load(path: Path) -> Loaded:
         loaded.cut_off_calls = calls[-1]
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
+
+
+def is_resumed(raw: bytes | None) -> bool:
+    """True for the line a resuming run writes first."""
+    entry = parse_line(raw) if raw is not None else None
+    return entry is not None and entry.get("type") == "resumed"
 
 
 def parse_line(raw: bytes) -> dict | None:

@@ -47,6 +47,7 @@ def one_session() -> dict:
         (project / "app.py").write_text("def add(a, b):\n    return a - b\n" + "".join(
             f"\n\ndef helper_{n}(x):\n    return x * {n}\n" for n in range(40)))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env["XDG_STATE_HOME"] = str(Path(temp, "state"))  # the transcript is the bench's, not the user's
         with FakeEndpoint(SCRIPT) as endpoint:
             env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "bench", "OPENAI_API_KEY": "sk-bench"})
             started = time.perf_counter()

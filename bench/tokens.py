@@ -115,11 +115,12 @@ def scripted_replies(read_limit: int | None) -> list[str]:
 
 def run_session(script: list[str]) -> dict:
     """Run the scripted session with `python agent.py -p`; what was sent, and whether the files came out right."""
-    with tempfile.TemporaryDirectory() as temp:
+    with tempfile.TemporaryDirectory() as temp, tempfile.TemporaryDirectory() as state:
         project = Path(temp)
         for name, text in FILES.items():
             (project / name).write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env["XDG_STATE_HOME"] = state  # the transcript is the bench's, not one more in the user's sessions
         with FakeEndpoint(script) as endpoint:
             env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "bench", "OPENAI_API_KEY": "sk-bench"})
             done = subprocess.run([sys.executable, str(ROOT / "agent.py"), "-p", TASK, "--yes"], cwd=project,

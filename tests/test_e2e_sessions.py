@@ -124,6 +124,9 @@ def test_a_torn_last_line_is_skipped_with_one_warning(install, project, tmp_path
         resumed = agent(install, project, endpoint, "--resume", "-p", "again")
     assert resumed.returncode == 0 and "the last line is incomplete" in resumed.stderr
     assert [m["content"] for m in endpoint.received[0].body["messages"][1:]] == ["hi", "Hello.", "again"]
+    with FakeEndpoint(["Once more."]) as endpoint:
+        later = agent(install, project, endpoint, "--resume", "-p", "once more")
+    assert later.returncode == 0 and "incomplete" not in later.stderr  # said once, not at every resume
 
 
 @pytest.mark.parametrize("content, message", [
@@ -151,11 +154,13 @@ def test_log_writes_the_named_file_and_never_the_workspace(install, project, tmp
 
 
 def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, project, tmp_path):
-    script = ["One.", "Two.", "Summary: the user said one and two.", "Three."]
+    one = "One." + " In detail:" * 100  # long enough that a summary is shorter
+    script = [one, "Two.", "Summary: the user said one and two.", "Three."]
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
-    assert done.returncode == 0 and done.stdout == "One.\nTwo.\nThree.\n"
+    assert done.returncode == 0 and done.stdout == one + "\nTwo.\nThree.\n"
     assert "Context compacted: 2 older messages replaced by a summary" in done.stderr
+    assert done.stderr.count("Context compacted:") == 1  # said once, not by compact() and /compact both
     summary_request, last = endpoint.received[2].body["messages"], endpoint.received[3].body["messages"]
     assert summary_request[0]["content"].startswith("You keep the notes of a coding agent")
     assert [m["content"] for m in last[1:]][1:] == ["(Understood: I will carry on from this summary.)", "two", "Two.",
@@ -168,3 +173,47 @@ def test_a_bad_context_budget_is_a_usage_error(install, project, value):
     with FakeEndpoint([]) as endpoint:
         done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", value)
     assert done.returncode == 2 and "Traceback" not in done.stderr and endpoint.received == []
+
+
+def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tmp_path):
+    with FakeEndpoint(["Hello."]) as endpoint:
+        agent(install, project, endpoint, "-p", "hi")
+    path = transcripts(tmp_path)[0]
+    with FakeEndpoint([{"body": completion("A done."), "delay": 30}, "B done."]) as endpoint:
+        first = start_agent(install, project, endpoint, "--resume", str(path), "-p", "task A")
+        run_until(first, lambda: len(endpoint.received) == 1)  # A holds the session, waiting for the model
+        second = agent(install, project, endpoint, "--resume", str(path), "-p", "task B")
+        plain = agent(install, project, endpoint, "--resume", "-p", "task B")
+        first.kill()
+        first.communicate(timeout=20)
+    assert second.returncode == 2 and second.stderr == (
+        f"plainagent: --resume {path}: this session is in use by another plainagent that is still running; wait "
+        "for it to end, or start a new session without --resume.\n")
+    assert plain.returncode == 2 and "is in use by another plainagent" in plain.stderr
+    assert len(endpoint.received) == 1
+    entries = [json.loads(line) for line in path.read_text().splitlines()]  # B wrote nothing
+    assert [entry["message"]["content"] for entry in entries if entry["type"] == "message"
+            and entry["message"]["role"] != "system"] == ["hi", "Hello.", "task A"]
+
+
+def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
+    with FakeEndpoint(["Hello."]) as endpoint:
+        agent(install, project, endpoint, "-p", "hi")
+    path = transcripts(tmp_path)[0]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
+    assert done.returncode == 2 and endpoint.received == []
+    assert done.stderr == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
+                           f"resume it there (-C {project}), or start a new session here.\n")
+
+
+def test_the_benches_write_no_transcript_in_the_users_state_directory(tmp_path, monkeypatch):
+    import session as session_bench
+    import tokens as tokens_bench
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert session_bench.one_session()["requests"] > 0
+    assert tokens_bench.run_session(tokens_bench.scripted_replies(None))["exit_code"] == 0
+    assert not (tmp_path / "home").exists()

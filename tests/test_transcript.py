@@ -88,8 +88,11 @@ def test_names_sort_by_time_and_the_latest_for_a_workspace_is_found(tmp_path):
     project, other = tmp_path / "my project", tmp_path / "other"
     first = new_session_path(project, now=1_700_000_000)
     assert first.name.startswith("2023-11-") and "_my-project_" in first.name and first.suffix == ".jsonl"
-    paths = [Transcript.create(new_session_path(workspace, now=now), {}).path
-             for workspace, now in ((project, 1_700_000_000), (project, 1_700_000_100), (other, 1_700_000_200))]
+    transcripts = [Transcript.create(new_session_path(workspace, now=now), {})
+                   for workspace, now in ((project, 1_700_000_000), (project, 1_700_000_100), (other, 1_700_000_200))]
+    for transcript in transcripts:
+        transcript.close()  # ended: not in use
+    paths = [transcript.path for transcript in transcripts]
     assert latest_session(project) == paths[1]
     os.utime(paths[0])  # the older session was written to last (resumed): it is the one to continue
     assert latest_session(project) == paths[0]
@@ -97,18 +100,70 @@ def test_names_sort_by_time_and_the_latest_for_a_workspace_is_found(tmp_path):
         latest_session(tmp_path / "never used")
 
 
-def test_two_sessions_started_in_the_same_second_get_two_files(tmp_path):
+def test_two_sessions_started_in_the_same_second_get_two_files_and_the_second_is_resumed(tmp_path):
     path = new_session_path(tmp_path, now=1_700_000_000)
     first, second = Transcript.create(path, {}), Transcript.create(path, {})
     assert first.path != second.path and second.path.name.endswith("-2.jsonl")
-    assert latest_session(tmp_path) in (first.path, second.path)
+    first.close(), second.close()
+    for transcript in (first, second):  # written in the same second too
+        os.utime(transcript.path, (1_700_000_005, 1_700_000_005))
+    assert latest_session(tmp_path) == second.path
 
 
-def test_log_refuses_an_existing_file(tmp_path):
-    (tmp_path / "mine.jsonl").write_text("precious\n")
-    with pytest.raises(TranscriptError, match="the file exists; continue it with --resume"):
-        Transcript.create(tmp_path / "mine.jsonl", {}, explicit=True)
-    assert (tmp_path / "mine.jsonl").read_text() == "precious\n"
+def test_a_dangling_link_or_a_vanished_file_is_not_a_session(tmp_path, monkeypatch):
+    real = Transcript.create(new_session_path(tmp_path, now=1_700_000_000), {})
+    real.close()
+    os.symlink(tmp_path / "gone", new_session_path(tmp_path, now=1_700_000_100))
+    assert latest_session(tmp_path) == real.path
+    vanished = new_session_path(tmp_path, now=1_700_000_200)
+    original_glob = Path.glob
+    monkeypatch.setattr(Path, "glob", lambda self, pattern: [*original_glob(self, pattern), vanished])
+    assert latest_session(tmp_path) == real.path
+
+
+def test_a_session_in_use_is_not_resumed_and_plain_resume_takes_the_latest_free_one(tmp_path):
+    older = Transcript.create(new_session_path(tmp_path, now=1_700_000_000), {"workspace": str(tmp_path)})
+    older.close()
+    running = Transcript.create(new_session_path(tmp_path, now=1_700_000_100), {"workspace": str(tmp_path)})
+    os.utime(older.path, (1_700_000_000, 1_700_000_000))
+    with pytest.raises(TranscriptError) as raised:
+        Transcript.reopen(running.path, {"workspace": str(tmp_path)})
+    assert str(raised.value) == (f"--resume {running.path}: this session is in use by another plainagent that is "
+                                 "still running; wait for it to end, or start a new session without --resume.")
+    assert latest_session(tmp_path) == older.path
+    resumed, _ = Transcript.reopen(older.path, {"workspace": str(tmp_path)})
+    with pytest.raises(TranscriptError, match=r"the latest session of .* is in use by another plainagent"):
+        latest_session(tmp_path)
+    resumed.close()
+    assert latest_session(tmp_path) == older.path  # written to last, and free again
+
+
+def test_a_session_of_another_workspace_is_not_resumed(tmp_path):
+    transcript = Transcript.create(tmp_path / "t.jsonl", {"workspace": "/home/me/wskill"})
+    transcript.close()
+    before = (tmp_path / "t.jsonl").read_bytes()
+    with pytest.raises(TranscriptError) as raised:
+        Transcript.reopen(tmp_path / "t.jsonl", {"workspace": "/home/me/wsother"})
+    assert str(raised.value) == (f"--resume {tmp_path / 't.jsonl'}: that session worked in /home/me/wskill, not in "
+                                 "/home/me/wsother; resume it there (-C /home/me/wskill), or start a new session here.")
+    assert (tmp_path / "t.jsonl").read_bytes() == before
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda path: Transcript.create(path, {}).close(), "the file exists; continue it with --resume {path}, or choose "
+                                                       "a new file."),
+    (lambda path: path.write_text("precious\n"), "the file exists (and is not a plainagent transcript); choose a "
+                                                  "new file."),
+    (lambda path: path.mkdir(), "that is a folder; name a new file in it."),
+])
+def test_log_refuses_an_existing_file(tmp_path, make, message):
+    path = tmp_path / "mine.jsonl"
+    make(path)
+    before = path.read_bytes() if path.is_file() else None
+    with pytest.raises(TranscriptError) as raised:
+        Transcript.create(path, {}, explicit=True)
+    assert str(raised.value) == f"--log {path}: " + message.format(path=path)
+    assert (path.read_bytes() if path.is_file() else None) == before
 
 
 def test_an_unwritable_default_place_only_costs_the_recording(tmp_path, monkeypatch):
@@ -146,9 +201,11 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
     loaded = load(path)
     assert loaded.messages == session.messages[1:]
     assert loaded.warnings == [f"{path}: the last line is incomplete (the session ended while writing it); skipped."]
-    Transcript.reopen(path, {"model": "m"})
+    session.transcript.close()
+    Transcript.reopen(path, {"model": "m"})[0].close()
     assert path.read_bytes().count(b"half a li\n") == 1  # ended, so the next line starts on its own
     assert lines_of_tolerant(path)[-1]["type"] == "resumed"
+    assert load(path).warnings == []  # said once: a later run took over after it
 
 
 def lines_of_tolerant(path: Path) -> list[dict]:
