@@ -42,14 +42,16 @@ JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number
 class ChatError(Exception):
     """A model call failed; str(error) is the one line to show the user.
 
-    `status` and `detail` (the server's own words) are set for an HTTP error response, so a caller can
-    tell a refusal it can act on (a prompt too long for the model's window) from one it cannot.
+    `status`, `detail` (the server's own words) and `body` (its JSON, if any) are set for an HTTP error
+    response, so a caller can tell a refusal it can act on (a prompt too long for the model's window, with
+    the window in llama.cpp's `n_ctx`) from one it cannot.
     """
 
-    def __init__(self, message: str, status: int | None = None, detail: str = ""):
+    def __init__(self, message: str, status: int | None = None, detail: str = "", body=None):
         super().__init__(message)
         self.status = status
         self.detail = detail
+        self.body = body
 
 
 @dataclass
@@ -138,7 +140,8 @@ class Client:
             del body[rejected]
             response = self._post_with_retries(body, on_delta)
         if response.status_code != 200:
-            raise ChatError(self._describe_failure(response), response.status_code, server_message(response))
+            raise ChatError(self._describe_failure(response), response.status_code, server_message(response),
+                            error_body(response))
         if streamed := getattr(response, "streamed", None):
             return streamed
         return parse_completion(response, self.url)
@@ -403,6 +406,14 @@ def token_counts(usage) -> dict[str, int]:
     if not isinstance(usage, dict):
         return {}
     return {key: value for key, value in usage.items() if isinstance(value, int) and not isinstance(value, bool)}
+
+
+def error_body(response: requests.Response):
+    """A failure's body as JSON, or None when it is not JSON."""
+    try:
+        return read_json(response)
+    except ValueError:
+        return None
 
 
 def read_json(response: requests.Response):

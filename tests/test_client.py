@@ -665,3 +665,13 @@ def test_a_lone_surrogate_in_a_reply_becomes_a_replacement_character():
     responses.post(URL, body=b'{"choices": [{"message": {"content": "bad \\ud800 end"}, "finish_reason": "stop"}]}',
                    content_type="application/json")
     assert Client(BASE, "sk-test", "m").chat([{"role": "user", "content": "hi"}]).text == "bad \ufffd end"
+
+
+@responses.activate
+def test_a_refusal_carries_the_servers_json_so_a_stated_window_can_be_read():
+    error = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                       "type": "exceed_context_size_error", "n_prompt_tokens": 4384, "n_ctx": 4096}}
+    responses.post(URL, status=400, json=error)
+    with pytest.raises(ChatError) as failed:
+        Client(BASE, "k", "m").chat(MESSAGES)
+    assert (failed.value.status, failed.value.body) == (400, error)
