@@ -214,8 +214,30 @@ class Client:
                      on_delta: Callable[[str, str], None] | None) -> Reply:
         """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
         chunks = self._read_body(response, give_up_at)
+        finished = threading.Event()
+        grace = threading.Timer(1.0, shut_down, [response.raw])  # once the reply is whole: a second more
+        grace.daemon = True
+
+        def finish() -> None:  # a server may hold the stream open after the finish_reason: not for long
+            finished.set()
+            grace.start()
+
+        def until_shut(chunks: Iterator[bytes]) -> Iterator[bytes]:
+            """The chunks, ending quietly if the grace timer shut the connection. Not `yield from`: closing
+            this generator must leave `chunks` open, to be read to the body's end below."""
+            while True:
+                try:
+                    chunk = next(chunks)
+                except StopIteration:
+                    return
+                except (requests.RequestException, ChatError):
+                    if not finished.is_set():
+                        raise  # the connection broke before the reply was whole
+                    return
+                yield chunk
+
         try:
-            streamed = read_stream(chunks, on_delta)
+            streamed = read_stream(until_shut(chunks), on_delta, finish)
             # [DONE] comes just before the body's end: reading that too lets the connection serve the next
             # request. A server that keeps the stream open after [DONE] loses the connection after a second.
             timer = threading.Timer(1.0, shut_down, [response.raw])
@@ -233,6 +255,7 @@ class Client:
         except StreamError as error:
             raise ChatError(f"200 from {self.url} carrying {one_line(str(error))}") from None
         finally:
+            grace.cancel()  # the connection goes back to the pool for the next request: leave it be
             chunks.close()  # ends _read_body, and with it the deadline timer
         return Reply(text="".join(streamed.text), finish_reason=streamed.finish_reason,
                      usage=token_counts(streamed.usage), native_calls=streamed.native_calls,

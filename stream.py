@@ -93,8 +93,11 @@ class Streamed:
     done: bool = False  # [DONE] arrived
 
 
-def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | None = None) -> Streamed:
-    """Read a whole SSE stream; `on_delta(kind, text)` sees each piece as it arrives ("text" or "reasoning").
+def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | None = None,
+                on_finish: Callable[[], None] = lambda: None) -> Streamed:
+    """Read a whole SSE stream; `on_delta(kind, text)` sees each piece as it arrives ("text" or "reasoning"),
+    and `on_finish()` is called once, when a finish_reason arrives (the reply is whole; a usage chunk and
+    [DONE] may follow, or a server may hold the stream open).
 
     Raises StreamError for an error the server reports, StreamCut when the stream ends before the reply did.
     """
@@ -105,7 +108,10 @@ def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | 
             break
         if not event.whole and not is_json(event.data):
             break  # cut in the middle of an event
+        finished = streamed.finish_reason is not None
         take_event(event, streamed, on_delta or (lambda kind, text: None))
+        if not finished and streamed.finish_reason is not None:
+            on_finish()
     if not streamed.done and streamed.finish_reason is None:
         raise StreamCut("the stream ended before the reply was complete")
     return streamed

@@ -299,26 +299,40 @@ class TaskReader:
                 return task
 
     def read_task(self) -> str:
-        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto."""
+        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto.
+
+        Lines typed while the last task ran are waiting before the prompt even shows: each is a task of its
+        own, not a paste (a paste arrives all at once, after the prompt).
+        """
+        typed_ahead = self.interactive and self.more_pasted(wait=0)
         lines = [input(self.prompt)]
         while True:
             try:
-                if lines[-1].endswith("\\"):
+                if lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
                     lines[-1] = lines[-1][:-1]
                     lines.append(input("... " if self.interactive else ""))
-                elif self.interactive and self.more_pasted():
+                elif self.interactive and not typed_ahead and self.more_pasted():
                     lines.append(input(""))
                 else:
                     break
             except EOFError:  # the end of the input after a trailing backslash: the task is what came
                 break
-        self.save_history()
+        self.remember(lines)
         return "\n".join(lines)
 
-    def more_pasted(self) -> bool:
+    def remember(self, lines: list[str]) -> None:
+        """One history entry for the whole task, so Up brings back a pasted block whole, not its last line."""
+        if self.readline and len(lines) > 1:
+            added = min(sum(1 for line in lines if line), self.readline.get_current_history_length())
+            for _ in range(added):  # input() added each non-empty line as an entry of its own
+                self.readline.remove_history_item(self.readline.get_current_history_length() - 1)
+            self.readline.add_history("\n".join(lines))
+        self.save_history()
+
+    def more_pasted(self, wait: float = PASTE_WAIT) -> bool:
         """True if another line is already waiting: it came in one paste with the line just read."""
         try:
-            return bool(select.select([self.stdin], [], [], PASTE_WAIT)[0])
+            return bool(select.select([self.stdin], [], [], wait)[0])
         except (OSError, ValueError):  # no file descriptor to wait on
             return False
 

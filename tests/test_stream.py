@@ -158,6 +158,16 @@ def test_a_stream_held_open_after_done_costs_a_second_at_most():
     assert endpoint.n_connections == 2
 
 
+def test_a_stream_held_open_after_its_finish_reason_without_done_costs_a_second_at_most():
+    held = {"events": stream_events("Finished.", done=False), "linger": 30}
+    with FakeEndpoint([held, {"events": stream_events("Next.")}]) as endpoint:
+        client, lines = make_client(endpoint)
+        started = time.monotonic()
+        assert client.chat(MESSAGES).text == "Finished."
+        assert time.monotonic() - started < 3 and lines == []  # the reply was whole: nothing retried
+        assert client.chat(MESSAGES).text == "Next."
+
+
 def test_a_server_answering_plain_json_to_a_stream_request_still_works():
     with FakeEndpoint(["Not streamed."]) as endpoint:
         reply = make_client(endpoint)[0].chat(MESSAGES, lambda kind, text: pytest.fail("nothing was streamed"))

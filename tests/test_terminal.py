@@ -6,11 +6,12 @@ import os
 import random
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from terminal import NO_TERMINAL, TerminalConfirm, escape, parse_answer, render_question
+from terminal import NO_TERMINAL, TaskReader, TerminalConfirm, escape, parse_answer, render_question
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
@@ -286,3 +287,39 @@ def test_the_refusal_without_a_terminal_names_the_way_out():
     assert NO_TERMINAL == ("Nobody can be asked to approve it: stdin is not a terminal. "
                            "The user can run plainagent with --yes to allow writes and commands.")
 
+
+
+def test_lines_typed_while_a_task_ran_are_tasks_of_their_own(pty, monkeypatch):
+    monkeypatch.setattr("sys.stdout", open(os.devnull, "w"))  # the prompt
+    reader = TaskReader(stdin=pty.stdin, history=Path(os.devnull))
+    monkeypatch.setattr("sys.stdin", pty.stdin)
+    pty.type("first typed task\nsecond typed task\n")  # before the prompt shows: typed ahead
+    time.sleep(0.1)
+    tasks = []
+    reading = threading.Thread(target=lambda: tasks.extend([reader.read(), reader.read()]), daemon=True)
+    reading.start()
+    reading.join(timeout=5)  # merged into one task, the second read would wait for ever
+    assert tasks == ["first typed task", "second typed task"]
+
+
+def test_a_pasted_block_is_one_history_entry():
+    class History:
+        def __init__(self):
+            self.items = ["older", "Traceback (most recent call last):", "  File \"a.py\", line 1", "ZeroDivisionError"]
+
+        def get_current_history_length(self):
+            return len(self.items)
+
+        def remove_history_item(self, index):
+            del self.items[index]
+
+        def add_history(self, line):
+            self.items.append(line)
+
+        def write_history_file(self, path):
+            pass
+
+    reader = TaskReader(stdin=io.StringIO(""), history=Path(os.devnull))
+    reader.readline = History()
+    reader.remember(["Traceback (most recent call last):", "  File \"a.py\", line 1", "", "ZeroDivisionError"])
+    assert reader.readline.items == ["older", "Traceback (most recent call last):\n  File \"a.py\", line 1\n\nZeroDivisionError"]
