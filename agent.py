@@ -31,10 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+# Ctrl-C while the modules below load (requests takes ~0.1 s): leave without a traceback.
+if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
 from client import ChatError, Client, Reply
 from commands import LeaveSession, is_command, run_command
@@ -123,9 +128,10 @@ def final_answer(reply: Reply, parsed: ParsedReply) -> str:
                                "instead of a `tool:` line, which is all plainagent reads. Try again, or try a "
                                "model that follows the system prompt.", parsed.text)
     if not parsed.text.strip():
-        what = "only reasoning" if reply.text.strip() else "empty"
+        reasoning = reply.reasoning.strip()  # streamed apart from the text (reasoning_content)
+        what = "only reasoning" if reply.text.strip() or reasoning else "empty"
         raise AnswerIncomplete(f"The model's reply was {what}: there is no answer. Try again, or try "
-                               "another model.")
+                               "another model.", reasoning)
     return parsed.text
 
 
@@ -337,6 +343,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # from here on, Ctrl-C is a KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.stdout.reconfigure(errors="backslashreplace")  # whatever the text holds, printing it never fails
     args = parse_args(argv)
     try:

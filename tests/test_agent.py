@@ -513,3 +513,10 @@ def test_a_projects_dotenv_may_make_the_agent_ask_more_never_less(tmp_path, mode
 def test_an_unknown_mode_is_one_line(capsys):
     assert main(["--mode", "bogus", "-p", "x", "-m", "m", "--base-url", "http://localhost/v1"]) == 2
     assert capsys.readouterr().err == "plainagent: --mode bogus: not a mode; use one of: ask, read-only, edits, yes.\n"
+
+
+def test_a_reply_of_streamed_reasoning_only_says_so_and_shows_it(tmp_path):
+    session, _ = make_session(tmp_path, Reply("", "stop", reasoning="The user wants a poem. I should"))
+    with pytest.raises(agent.AnswerIncomplete, match="reply was only reasoning") as stopped:
+        run_task(session, "go")
+    assert stopped.value.partial == "The user wants a poem. I should"
