@@ -238,7 +238,7 @@ def outcome(ok: bool, output: str) -> str:
     """'ok', 'error', or 'failed' for a command that ran and exited non-zero (a result, but not a success)."""
     if not ok:
         return "error"
-    return "failed" if re.match(r"(exit code [1-9-]|killed after)", output) else "ok"
+    return "failed" if re.match(r"(exit code [1-9]|killed after|killed by signal)", output) else "ok"
 
 
 def summarize(output: str) -> str:

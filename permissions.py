@@ -23,7 +23,7 @@ from workspace import Confirm
 
 # The tools that only read. An allowlist, so that a new tool counts as writing until it is added here.
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
-READ_ONLY = ("This session is read-only (--mode read-only): {name} is not available, and nothing can be "
+READ_ONLY = ("This session is read-only: {name} is not available, and nothing can be "
              "written or run. Use the reading tools, or tell the user what you would change and how.")
 SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answer with what you found."
 

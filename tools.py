@@ -266,7 +266,8 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     reader.start()
     try:
         process.wait(timeout=timeout)
-        status = f"exit code {process.returncode}"
+        code = process.returncode  # negative: ended by a signal (Popen's way of saying so)
+        status = f"exit code {code}" if code >= 0 else f"killed by signal {-code} ({signal.Signals(-code).name})"
     except subprocess.TimeoutExpired:
         kill_group(process)
         process.wait()

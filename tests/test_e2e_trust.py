@@ -31,7 +31,7 @@ def test_read_only_offers_no_writing_tool_and_refuses_one_anyway(install, projec
     assert done.returncode == 0 and done.stdout == "I may not edit.\n"
     system = endpoint.received[0].body["messages"][0]["content"]
     assert "read_file(" in system and "edit_file(" not in system and "run_command(" not in system
-    assert results_sent(endpoint, 1)[0]["output"].startswith("This session is read-only (--mode read-only)")
+    assert results_sent(endpoint, 1)[0]["output"].startswith("This session is read-only: ")
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Helo, " + name\r\n'
 
 

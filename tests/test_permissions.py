@@ -45,7 +45,7 @@ def test_read_only_refuses_a_write_it_did_not_offer_and_runs_nothing_after_it(tm
     results, _ = run_in_mode(tmp_path, "read-only")
     assert results[1] == {"tool": "edit_file", "ok": False, "output": READ_ONLY.format(name="edit_file")}
     assert READ_ONLY.format(name="edit_file") == (
-        "This session is read-only (--mode read-only): edit_file is not available, and nothing can be written "
+        "This session is read-only: edit_file is not available, and nothing can be written "
         "or run. Use the reading tools, or tell the user what you would change and how.")
     assert not results[2]["ok"]
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a.txt"]

@@ -833,3 +833,7 @@ def test_an_unexpected_exception_in_a_tool_becomes_a_result(ws, monkeypatch):
     monkeypatch.setitem(TOOLS, "list_files", broken)
     result = run_tool(ws, "list_files", {})
     assert not result.ok and result.output == "list_files failed unexpectedly: RuntimeError: boom"
+
+
+def test_a_command_ended_by_a_signal_says_so(ws):
+    assert run(ws, "run_command", command="kill -9 $$").output == "killed by signal 9 (SIGKILL); no output"
