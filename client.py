@@ -9,6 +9,7 @@ Reading what the server sent (a completion, a failure) is `replies.py`; a stream
 
 from __future__ import annotations
 
+import ipaddress
 import random
 import re
 import threading
@@ -40,6 +41,15 @@ RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 # Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it.
 OPTIONAL_PARAMETERS = ("stream_options", "stop")
+def is_loopback(url: str) -> bool:
+    """True for localhost, 127.0.0.0/8 and ::1."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def chat_url(base_url: str) -> str:
     """Apply the base URL rule: keep the user's path, strip '/' and a pasted '/chat/completions', append it.
 
@@ -88,6 +98,8 @@ class Client:
         self.log = log
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "plainagent/0.1"
+        if is_loopback(self.url):  # a server on this machine: no proxy from the environment stands between
+            self.session.trust_env = False
         if api_key:  # local servers (Ollama, LM Studio) run without one; then no Authorization header
             if not (api_key.isascii() and api_key.isprintable()):
                 # A header carries ASCII only: a pasted "…" or line break would fail every call, deep in http.client.

@@ -675,3 +675,10 @@ def test_a_refusal_carries_the_servers_json_so_a_stated_window_can_be_read():
     with pytest.raises(ChatError) as failed:
         Client(BASE, "k", "m").chat(MESSAGES)
     assert (failed.value.status, failed.value.body) == (400, error)
+
+
+def test_a_server_on_this_machine_is_reached_whatever_proxy_the_environment_names(monkeypatch):
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    with FakeEndpoint(["Direct."]) as endpoint:
+        assert Client(endpoint.url, "", "m").chat(MESSAGES).text == "Direct."
