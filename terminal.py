@@ -12,6 +12,7 @@ so a key pressed while the model was still working never answers a question the 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import select
@@ -337,20 +338,32 @@ class TaskReader:
             return False
 
     def load_history(self) -> None:
+        """The earlier runs' tasks, one JSON string a line: readline's own file would split a pasted block
+        into its lines again. (A line that is not JSON, from an older file, is taken as it is.)"""
         self.readline.set_history_length(HISTORY_LENGTH)
         try:
-            self.readline.read_history_file(self.history)
+            lines = self.history.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:  # none yet, or unreadable: start with an empty one
-            pass
+            return
+        for line in lines[-HISTORY_LENGTH:]:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                entry = line
+            if isinstance(entry, str) and entry:
+                self.readline.add_history(entry)
 
     def save_history(self) -> None:
         """Write the history file (the user's only: tasks can hold anything), so the next run has it."""
         if not self.readline:
             return
+        n_entries = self.readline.get_current_history_length()
+        entries = [self.readline.get_history_item(index) for index in range(1, n_entries + 1)]
+        text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries[-HISTORY_LENGTH:] if entry)
         try:
             self.history.parent.mkdir(parents=True, exist_ok=True)
             self.history.touch(mode=0o600)
-            self.readline.write_history_file(self.history)
+            self.history.write_text(text, encoding="utf-8")
         except OSError:  # a read-only home: history is a convenience, never a reason to fail
             pass
 

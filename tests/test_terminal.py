@@ -316,10 +316,28 @@ def test_a_pasted_block_is_one_history_entry():
         def add_history(self, line):
             self.items.append(line)
 
-        def write_history_file(self, path):
-            pass
+        def get_history_item(self, index):
+            return self.items[index - 1]
 
     reader = TaskReader(stdin=io.StringIO(""), history=Path(os.devnull))
     reader.readline = History()
     reader.remember(["Traceback (most recent call last):", "  File \"a.py\", line 1", "", "ZeroDivisionError"])
-    assert reader.readline.items == ["older", "Traceback (most recent call last):\n  File \"a.py\", line 1\n\nZeroDivisionError"]
+    block = "Traceback (most recent call last):\n  File \"a.py\", line 1\n\nZeroDivisionError"
+    assert reader.readline.items == ["older", block]
+
+
+def test_a_pasted_block_comes_back_whole_in_the_next_run(tmp_path):
+    readline = pytest.importorskip("readline")
+    history = tmp_path / "history"
+    readline.clear_history()
+    reader = TaskReader(stdin=io.StringIO(""), history=history)
+    reader.readline = readline
+    readline.add_history("older")
+    readline.add_history("line one")
+    readline.add_history("line two")
+    reader.remember(["line one", "line two"])
+    readline.clear_history()
+    reader.load_history()
+    assert [readline.get_history_item(i) for i in (1, 2)] == ["older", "line one\nline two"]
+    assert oct(history.stat().st_mode & 0o777) == "0o600"
+    readline.clear_history()
