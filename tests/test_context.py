@@ -7,18 +7,9 @@ import random
 import pytest
 
 import context as context_module
+from budget import MESSAGE_OVERHEAD, Budget, window_refusal
 from client import ChatError, Reply
-from context import (
-    MESSAGE_OVERHEAD,
-    SUMMARY_ACK,
-    SUMMARY_HEAD,
-    SUMMARY_PROMPT,
-    Budget,
-    CallResult,
-    Context,
-    fit_outputs,
-    window_refusal,
-)
+from context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, CallResult, Context, fit_outputs
 from transcript import Transcript, load
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
