@@ -262,30 +262,10 @@ class Session:
             raise TaskStopped(FORMAT_LIMIT.format(n=self.n_format_errors))
 
 
-# --- the sub-agent: a tool that runs the loop, so it lives here rather than in tools.py ---
+# --- the sub-agent: the delegate tool (tools.py) calls this through the workspace, so tools.py needs no loop ---
 
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
 SUBAGENT_ANSWER_MAX = 4000  # characters of its answer the parent receives: the one thing it costs the parent
-
-
-def delegate(ws: Workspace, task: str) -> str:
-    """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
-    workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
-    your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
-    up a big file. Not for anything that writes or runs commands (it cannot), nor for one file you can read
-    yourself. It sees nothing of this conversation: say in the task all it needs to know.
-
-    Args:
-        task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
-    """
-    if ws.subagent is None:
-        raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
-    if not task.strip():
-        raise ToolError("task is empty: say what the sub-agent should find out, e.g. \"Where is the config read?\"")
-    return ws.subagent(task)
-
-
-TOOLS[delegate.__name__] = delegate  # listed last in the prompt
 
 
 def run_subagent(parent: Session, task: str) -> str:

@@ -321,8 +321,25 @@ def kill_group(process: subprocess.Popen) -> None:
         pass
 
 
+def delegate(ws: Workspace, task: str) -> str:
+    """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
+    workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
+    your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
+    up a big file. Not for anything that writes or runs commands (it cannot), nor for one file you can read
+    yourself. It sees nothing of this conversation: say in the task all it needs to know.
+
+    Args:
+        task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
+    """
+    if ws.subagent is None:  # the session sets it; a sub-agent's own workspace has none
+        raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
+    if not task.strip():
+        raise ToolError("task is empty: say what the sub-agent should find out, e.g. \"Where is the config read?\"")
+    return ws.subagent(task)
+
+
 # name -> function; the order here is the order the prompt lists them in
-TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command]}
+TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command, delegate]}
 
 
 # --- checking arguments and running a tool ---

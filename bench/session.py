@@ -25,7 +25,6 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from fake_endpoint import FakeEndpoint  # noqa: E402
 from tokens import load_counter  # noqa: E402
 
-import agent  # noqa: E402,F401  (registers the delegate tool, as running the program does)
 from prompt import render_system_prompt  # noqa: E402
 from tools import TOOLS  # noqa: E402
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from frames import read_message
 
-import agent  # noqa: F401  (registers the delegate tool in TOOLS, as running the program does)
 import prompt
 from prompt import EXAMPLE_CALL, format_error, render_result, render_results, render_signature, render_system_prompt
 from toolcalls import parse_reply
@@ -54,13 +53,13 @@ def test_the_prompt_lists_every_tool_with_its_whole_docstring():
 @pytest.mark.parametrize("hash_seed", ["0", "12345"])
 def test_the_prompt_is_the_committed_golden_file(hash_seed):
     """Rendered in a fresh interpreter, so a date, a set's order or anything else fixed at import shows up."""
-    render = subprocess.run([sys.executable, "-c", "import agent, prompt, tools, sys; "
+    render = subprocess.run([sys.executable, "-c", "import prompt, tools, sys; "
                              "sys.stdout.write(prompt.render_system_prompt(tools.TOOLS))"],
                             cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONIOENCODING": "utf-8"},
                             capture_output=True, text=True, check=True)
     assert render.stdout == GOLDEN.read_text(encoding="utf-8"), (
         "the system prompt changed; if that is intended, check the new text and then run: python -c "
-        '"import agent, prompt, tools, sys; sys.stdout.write(prompt.render_system_prompt(tools.TOOLS))" '
+        '"import prompt, tools, sys; sys.stdout.write(prompt.render_system_prompt(tools.TOOLS))" '
         "> tests/golden/system_prompt.txt")
 
 

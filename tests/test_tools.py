@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import agent  # noqa: F401  (registers the delegate tool in TOOLS, as running the program does)
 import search
 import tools
 from tools import TOOLS, Workspace, check_args, run_tool
