@@ -41,20 +41,20 @@ from pathlib import Path
 if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
-from client import ChatError, Client, Reply
-from commands import LeaveSession, is_command, run_command
-from config import Config, ConfigError, load_config
-from context import CallResult, Context
-from display import LiveReply, describe_args, describe_tokens, log, outcome, summarize
-from guard import DEFAULT_RULES, parse_rules
-from instructions import Instructions, load_instructions
-from permissions import Permissions, describe
+from harness.model.client import ChatError, Client, Reply
+from harness.cli.commands import LeaveSession, is_command, run_command
+from harness.cli.config import Config, ConfigError, load_config
+from harness.history.context import CallResult, Context
+from harness.cli.display import LiveReply, describe_args, describe_tokens, log, outcome, summarize
+from harness.sandbox.guard import DEFAULT_RULES, parse_rules
+from harness.cli.instructions import Instructions, load_instructions
+from harness.sandbox.permissions import Permissions, describe
 from prompt import FORMAT_LIMIT, NOT_RUN, STEP_LIMIT, SUBAGENT_TASK, format_error, render_system_prompt
-from terminal import TaskReader, TerminalConfirm, escape
-from toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
+from harness.cli.terminal import TaskReader, TerminalConfirm, escape
+from harness.parser.toolcalls import BadCall, ParsedReply, ToolCall, parse_reply
 from tools import TOOLS, check_args, run_tool
-from transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
-from workspace import ToolError, Workspace
+from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
+from harness.sandbox.workspace import ToolError, Workspace
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping

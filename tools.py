@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from edits import (
+from harness.sandbox.edits import (
     BINARY_SNIFF_BYTES,
     BOM,
     LINE_BREAK,
@@ -42,9 +42,9 @@ from edits import (
     split_lines,
     unified_diff,
 )
-from guard import denied_by, refusal
-from search import TimeLimitHit, files_to_search, searchable_lines, shortened, time_limit
-from workspace import Entry, IgnoreRules, ToolError, Workspace
+from harness.sandbox.guard import denied_by, refusal
+from harness.sandbox.search import TimeLimitHit, files_to_search, searchable_lines, shortened, time_limit
+from harness.sandbox.workspace import Entry, IgnoreRules, ToolError, Workspace
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 

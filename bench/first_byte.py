@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_endpoint import FakeEndpoint, stream_events  # noqa: E402
+from fake_endpoint import FakeEndpoint, stream_events, install_program  # noqa: E402
 
 
 def marker(n: int) -> str:
@@ -45,8 +45,7 @@ def run(n_tasks: int, terminal: bool) -> list[float]:
     with tempfile.TemporaryDirectory() as temp:
         install, project = Path(temp, "install"), Path(temp, "project")
         install.mkdir(), project.mkdir()
-        for source in ROOT.glob("*.py"):
-            shutil.copy(source, install / source.name)
+        install_program(install)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
         env.update({"XDG_STATE_HOME": temp, "TERM": "dumb", "PYTHONUNBUFFERED": "1"})
         with FakeEndpoint([reply(n) for n in range(n_tasks)]) as endpoint:

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_endpoint import FakeEndpoint, completion  # noqa: E402
+from fake_endpoint import FakeEndpoint, completion, install_program  # noqa: E402
 
 N_FILES = 30
 FILE_LINES = 90  # about 6 KB a file (read_file adds ~7 bytes a line): one read fits an 8,000-token budget, three do not
@@ -123,8 +123,7 @@ def run_scenario(scenario: str, workdir: Path, n_files: int = N_FILES, budget: i
     """Run one scenario in `workdir` (which gets the program, the project and the state directory)."""
     install, project = workdir / "install", workdir / "project"
     install.mkdir()
-    for source in ROOT.glob("*.py"):
-        shutil.copy(source, install / source.name)
+    install_program(install)
     write_files(project, n_files)
     model = ReaderModel(window=4096 if scenario == "refusing" else budget)
     argv = [sys.executable, str(install / "agent.py")] + (["--context-tokens", str(budget)] if budget else [])

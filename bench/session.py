@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_endpoint import FakeEndpoint  # noqa: E402
+from fake_endpoint import FakeEndpoint, install_program  # noqa: E402
 from tokens import load_counter  # noqa: E402
 
 from prompt import render_system_prompt  # noqa: E402
@@ -42,8 +42,7 @@ def one_session() -> dict:
     with tempfile.TemporaryDirectory() as temp:
         install, project = Path(temp, "install"), Path(temp, "project")
         install.mkdir(), project.mkdir()
-        for source in ROOT.glob("*.py"):
-            shutil.copy(source, install / source.name)
+        install_program(install)
         (project / "app.py").write_text("def add(a, b):\n    return a - b\n" + "".join(
             f"\n\ndef helper_{n}(x):\n    return x * {n}\n" for n in range(40)))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NETWORK_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"}
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
+from fake_endpoint import install_program  # noqa: E402  (found through the path above)
+
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
@@ -43,11 +45,7 @@ def isolated(monkeypatch, tmp_path):
 @pytest.fixture
 def install(tmp_path):
     """A copy of the program in its own directory, so no developer's .env next to agent.py is read."""
-    home = tmp_path / "install"
-    home.mkdir()
-    for source in ROOT.glob("*.py"):  # the program is every module at the top level
-        shutil.copy(source, home / source.name)
-    return home
+    return install_program(tmp_path / "install")
 
 
 @pytest.fixture

@@ -25,12 +25,25 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import sys
 import threading
 import time
 import zlib
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the program: agent.py, tools.py, prompt.py and harness/
+
+
+def install_program(home: Path) -> Path:
+    """A copy of the program in `home`, so that no developer's .env next to agent.py is read."""
+    home.mkdir(parents=True, exist_ok=True)
+    for source in ROOT.glob("*.py"):
+        shutil.copy(source, home / source.name)
+    shutil.copytree(ROOT / "harness", home / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    return home
 
 # How each Content-Encoding is made; "deflate" is the zlib format (RFC 1950), as HTTP means it.
 ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress}

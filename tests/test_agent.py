@@ -10,8 +10,8 @@ from frames import read_results
 
 import agent
 from agent import Session, TaskStopped, main, run_task
-from client import Reply
-from config import Config, ConfigError, is_local, load_config
+from harness.model.client import Reply
+from harness.cli.config import Config, ConfigError, is_local, load_config
 from prompt import NOT_RUN
 from tools import TOOLS, Workspace
 
@@ -324,7 +324,7 @@ class FailingModel(ScriptedModel):
 
 
 def test_a_failed_request_is_noted_and_the_history_stays_well_formed(tmp_path, capsys):
-    from client import ChatError
+    from harness.model.client import ChatError
     model = FailingModel("tool: list_files()", Reply(ChatError("502 from http://x/v1/chat/completions: Bad Gateway")),
                          "Second answer.")
     session = Session(Config(model="m"), model, Workspace(tmp_path), messages=[{"role": "system", "content": "S"}])

@@ -14,7 +14,7 @@ import requests
 import responses
 from fake_endpoint import FakeEndpoint
 
-from client import ChatError, Client, chat_url, retry_after
+from harness.model.client import ChatError, Client, chat_url, retry_after
 
 BASE = "https://api.example.com/v1"
 URL = BASE + "/chat/completions"

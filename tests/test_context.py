@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-import context as context_module
-from budget import MESSAGE_OVERHEAD, Budget, window_refusal
-from client import ChatError, Reply
-from context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, CallResult, Context, fit_outputs
-from transcript import Transcript, load
+from harness.history import context as context_module
+from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
+from harness.model.client import ChatError, Reply
+from harness.history.context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, CallResult, Context, fit_outputs
+from harness.history.transcript import Transcript, load
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
 

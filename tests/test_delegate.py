@@ -9,11 +9,11 @@ from test_agent import ScriptedModel
 
 import agent
 from agent import SUBAGENT_ANSWER_MAX, SUBAGENT_MAX_STEPS, Session, run_task
-from config import Config
-from permissions import SUBAGENT_READS
+from harness.cli.config import Config
+from harness.sandbox.permissions import SUBAGENT_READS
 from prompt import SUBAGENT_TASK
-from transcript import Transcript, load
-from workspace import Workspace
+from harness.history.transcript import Transcript, load
+from harness.sandbox.workspace import Workspace
 
 DELEGATE = 'tool: delegate({"task": "Where is the greeting spelt?"})'
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-import display
-from display import LiveReply, Spinner
+from harness.cli import display
+from harness.cli.display import LiveReply, Spinner
 
 
 class Screen(io.StringIO):

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-import config
+from harness.cli import config
 
 ROOT = Path(__file__).resolve().parent.parent
 

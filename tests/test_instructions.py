@@ -8,11 +8,11 @@ import pytest
 from test_agent import ScriptedModel
 
 from agent import Session, run_task
-from config import Config
-from instructions import MAX_BYTES, config_dir, load_instructions
+from harness.cli.config import Config
+from harness.cli.instructions import MAX_BYTES, config_dir, load_instructions
 from prompt import render_system_prompt
 from tools import TOOLS
-from workspace import Workspace
+from harness.sandbox.workspace import Workspace
 
 HEADING = "\n# Instructions from {}\n\nStanding instructions for this work; follow them unless the user says otherwise.\n\n"
 

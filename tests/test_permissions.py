@@ -7,9 +7,9 @@ from test_agent import ScriptedModel, args
 
 import agent
 from agent import Session, run_task
-from config import Config, ConfigError, load_config
-from permissions import READ_ONLY, Permissions
-from workspace import Workspace
+from harness.cli.config import Config, ConfigError, load_config
+from harness.sandbox.permissions import READ_ONLY, Permissions
+from harness.sandbox.workspace import Workspace
 
 CALLS = ('tool: read_file({"path": "a.txt"})\n'
          'tool: edit_file({"path": "new.txt", "old_str": "", "new_str": "new\\n"})\n'

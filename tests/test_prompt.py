@@ -14,7 +14,7 @@ from frames import read_message
 
 import prompt
 from prompt import EXAMPLE_CALL, format_error, render_result, render_results, render_signature, render_system_prompt
-from toolcalls import parse_reply
+from harness.parser.toolcalls import parse_reply
 from tools import TOOLS, parameters
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,9 +8,9 @@ import pytest
 from fake_endpoint import FakeEndpoint, completion, stream_events
 
 from agent import parse_args
-from client import ChatError, Client
-from config import ConfigError, load_config
-from stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
+from harness.model.client import ChatError, Client
+from harness.cli.config import ConfigError, load_config
+from harness.model.stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 TRICKY = "中文 text, U+2028 here:\u2028and an emoji 🙂 at the end"

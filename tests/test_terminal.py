@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from terminal import NO_TERMINAL, TaskReader, TerminalConfirm, escape, parse_answer, render_question
+from harness.cli.terminal import NO_TERMINAL, TaskReader, TerminalConfirm, escape, parse_answer, render_question
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 

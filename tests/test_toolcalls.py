@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from toolcalls import INVENTED, MAX_CALLS, BadCall, ToolCall, parse_reply
+from harness.parser.toolcalls import INVENTED, MAX_CALLS, BadCall, ToolCall, parse_reply
 from tools import TOOLS
 
 NAMES = list(TOOLS)

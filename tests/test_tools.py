@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import search
+from harness.sandbox import search
 import tools
 from tools import TOOLS, Workspace, check_args, run_tool
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from agent import Session, run_task
-from client import Reply
-from config import Config
+from harness.model.client import Reply
+from harness.cli.config import Config
 from tools import Workspace, read_file
-from transcript import Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir, state_dir
+from harness.history.transcript import Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir, state_dir
 
 KEY = "sk-transcript-secret-42"
 

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-import workspace
-from workspace import PathRefused, Workspace, is_secret
+from harness.sandbox import workspace
+from harness.sandbox.workspace import PathRefused, Workspace, is_secret
 
 
 @pytest.fixture

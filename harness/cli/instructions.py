@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from workspace import PathRefused, Workspace, is_secret
+from harness.sandbox.workspace import PathRefused, Workspace, is_secret
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
-from replies import (
+from harness.model.replies import (
     ChatError,
     Reply,
     describe_connection_error,
@@ -33,7 +33,7 @@ from replies import (
     server_message,
     token_counts,
 )
-from stream import StreamCut, StreamError, read_stream
+from harness.model.stream import StreamCut, StreamError, read_stream
 
 # Statuses worth another try: the request may well succeed a moment later. 400/401/403/404/422 never do.
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}

@@ -18,8 +18,8 @@ import threading
 import time
 from typing import TextIO
 
-from terminal import escape
-from toolcalls import PREFIX
+from harness.cli.terminal import escape
+from harness.parser.toolcalls import PREFIX
 
 # A line that calls a tool: `tool: NAME(`, behind any list marker, quote or emphasis the parser accepts.
 TOOL_LINE = re.compile(PREFIX + r"[`*_]*tool[`*_]*:[`*_ \t]*[A-Za-z_][\w.-]*[`*]*[ \t]*\(", re.IGNORECASE)

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edits import write_atomically
-from guard import DEFAULT_RULES, Rule
+from harness.sandbox.edits import write_atomically
+from harness.sandbox.guard import DEFAULT_RULES, Rule
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",

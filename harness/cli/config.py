@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
-from guard import parse_rules
+from harness.sandbox.guard import parse_rules
 
 
 @dataclass

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from config import MODES
-from terminal import render_question
-from workspace import Confirm
+from harness.cli.config import MODES
+from harness.cli.terminal import render_question
+from harness.sandbox.workspace import Confirm
 
 # The tools that only read. An allowlist, so that a new tool counts as writing until it is added here.
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")

@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from budget import COMPACT_AT, Budget, window_refusal
-from client import ChatError, Reply
+from harness.history.budget import COMPACT_AT, Budget, window_refusal
+from harness.model.client import ChatError, Reply
 from prompt import render_result, render_results
-from transcript import Transcript
+from harness.history.transcript import Transcript
 
 COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away
 RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verbatim may take

@@ -1,0 +1,17 @@
+"""The harness around the loop: everything that makes agent.py's loop trustworthy, grouped by the seam it wraps.
+
+agent.py's loop talks to four seams: the model, the parser, the tools and the history. Read agent.py,
+tools.py and prompt.py first; open this folder to see how one promise is kept.
+
+    model/    around the model: the HTTP client and its retries (client), reading a whole reply (replies),
+              reading a streamed one (stream)
+    parser/   the parser: `tool: NAME({json})` lines out of a reply (toolcalls)
+    sandbox/  inside the tools: which paths may be touched (workspace), edits that keep every byte (edits),
+              search (search), deny rules for commands (guard), modes and approval (permissions)
+    history/  inside the history: the token budget (budget), compaction (context), the transcript that
+              --resume reads back (transcript)
+    cli/      the user's side: settings (config), AGENTS.md (instructions), what is shown (display), the
+              terminal's prompt and questions (terminal), the REPL's slash commands (commands)
+
+Nothing here imports agent.py.
+"""

@@ -1,0 +1,1 @@
+"""Inside the history seam: the token budget, compaction, and the transcript."""

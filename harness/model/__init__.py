@@ -1,0 +1,1 @@
+"""Around the model seam (`chat(messages) -> Reply`): the HTTP client, its retries, and reading replies."""
