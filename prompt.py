@@ -55,6 +55,8 @@ def render_signature(name: str, tool: Callable) -> str:
     params = list(inspect.signature(tool).parameters.values())[1:]
     rendered = []
     for param in params:
+        if param.kind is inspect.Parameter.KEYWORD_ONLY:  # filled in by the toolbox, not by the model
+            continue
         text = f"{param.name}: {param.annotation}"  # annotations are strings (from __future__ import annotations)
         if param.default is not inspect.Parameter.empty:
             text += f" = {json.dumps(param.default)}"
@@ -103,6 +105,9 @@ def format_error(problem: str) -> str:
 
 
 NOT_RUN = "Not run, because an earlier call in the same reply failed; send it again once that is fixed."
+INTERRUPTED = "Not run, or stopped before it finished: the user interrupted the task."
+REPEATED = ("You have made this exact call {n} times in a row; its result will not change. Try something different, "
+            "or answer with what you know.")
 STEP_LIMIT = ("Stopped after {n} model call(s) (--max-steps {n}) without a final answer. "
               "Say how to go on, or raise --max-steps.")
 SUBAGENT_TASK = """\

@@ -1,50 +1,48 @@
-"""The tools the model may call, and argument checking and dispatch.
+"""The tools the model may call, and the toolbox that runs them: the loop's tools seam.
 
-A tool is one function: its name is the tool's name, its signature (after the `ws` workspace argument) is
-the schema, and its docstring is the description the model reads (`prompt.py` renders them). Tools return
-text; a tool that cannot do what was asked raises `ToolError` with a sentence the model can act on, and
-`run_tool` turns every exception into such a result, so a tool failure never ends the session.
+A tool is one function: its name is the tool's name, its signature (after the `ws` workspace argument) is the
+schema, and its docstring is the description the model reads (prompt.py renders them). Tools return text; a
+tool that cannot do what was asked raises `ToolError` with a sentence the model can act on, and `run_tool`
+turns every exception into such a result, so a tool failure never ends the session. A keyword-only
+parameter (after `*`) is not the model's to fill: the toolbox passes it in (delegate's `subagent`).
 
-The sandbox the tools run in (which paths may be touched, secret files, ignore rules, the undo journal,
-redaction) is `workspace.py`: every path here goes through `ws.resolve` or `ws.walk`, and every write
-through `ws.approve` and `ws.write`. Edits keep the file's bytes (line endings, BOM, final newline,
-permissions); `edits.py` holds how.
+`Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and logs it. What keeps
+the tools trustworthy lives in harness/sandbox/ and is called from here: every path goes through
+`ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, secret files, .git/), every write and
+command through `ws.approve` (permissions.py: the mode, and the question to the user) and every write
+through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py). Edits keep the file's
+bytes: line endings, BOM, final newline, permissions (edits.py).
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
-import itertools
-import os
 import re
-import signal
-import stat
-import subprocess
-import threading
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from harness.sandbox.edits import (
-    BINARY_SNIFF_BYTES,
-    BOM,
-    LINE_BREAK,
-    EditRefused,
-    check_python_edit,
-    decode_for_edit,
-    describe_change,
-    keep_final_newline,
-    numbered,
-    replace_once,
-    split_lines,
-    unified_diff,
-)
+from harness.cli.display import describe_args, outcome, summarize
+from harness.parser.toolcalls import BadCall, CallResult, ToolCall
+from harness.sandbox.edits import EditRefused, numbered
+from harness.sandbox.files import change_file, read_text
 from harness.sandbox.guard import denied_by, refusal
-from harness.sandbox.search import TimeLimitHit, files_to_search, searchable_lines, shortened, time_limit
-from harness.sandbox.workspace import Entry, IgnoreRules, ToolError, Workspace
+from harness.sandbox.permissions import Permissions
+from harness.sandbox.search import (
+    TimeLimitHit,
+    capped,
+    files_to_search,
+    nothing_shown,
+    overview,
+    searchable_lines,
+    shortened,
+    suggest_paths,
+    time_limit,
+)
+from harness.sandbox.shell import run_shell
+from harness.sandbox.workspace import ToolError, Workspace
+from prompt import format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -53,17 +51,12 @@ from harness.sandbox.workspace import Entry, IgnoreRules, ToolError, Workspace
 # Codex CLI's prompt asks for the same 250-line chunks.
 READ_MAX_LINES = 250
 READ_MAX_BYTES = 25_000  # bytes per read_file call, for files with very long lines (~6k tokens at most)
-READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 LINE_MAX_CHARS = 2000  # a longer line (minified code) is cut when shown
 SEARCH_LINE_MAX_CHARS = 200  # a matching line is shown cut to this: a search shows many lines, each one short
-EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check
-LIST_MAX_ENTRIES = 400  # entries per list_files call
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
 SEARCH_MAX_SECONDS = 10  # a whole search_files call, walk included; in -p mode nobody is there to press Ctrl-C
-SUGGEST_MAX_ENTRIES = 5000  # paths compared when suggesting a close name for a missing one
-SUGGEST_MAX_SECONDS = 0.5  # it runs on every missing path: a hint must not cost more than the call
-OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
+SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model receives: the one thing delegating costs
 
 
 # --- the tools (docstrings are what the model reads: keep them exact and short) ---
@@ -79,30 +72,14 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         offset: the line to start at (1 is the first).
         limit: how many lines to show.
     """
-    full = ws.resolve(path)
-    if full.is_file() and full.stat().st_size > READ_MAX_FILE_BYTES:
-        raise ToolError(f"{path} is {full.stat().st_size:,} bytes, too big to load; use run_command with head, "
-                        "tail or grep to look at parts of it.")
-    data = read_bytes(ws, full, path)
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
-        raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
-    text = data.removeprefix(BOM)
-    notes = []
-    try:
-        text = text.decode("utf-8")
-    except UnicodeDecodeError:
-        text = text.decode("utf-8", errors="replace")
-        notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
-                     "will refuse this file")
-    lines = split_lines(ws.redact(text))  # before any line is cut: a cut through the key would show half of it
+    lines, notes = read_text(ws, ws.resolve(path), path)
     if not lines:
         return f"({path} is empty)"
     if offset < 1 or offset > len(lines):
         raise ToolError(f"offset {offset} is outside {path}, which has {len(lines)} lines; "
                         f"use an offset from 1 to {len(lines)}.")
-    limit = max(1, min(limit, READ_MAX_LINES))
     shown, size = [], 0
-    for number in range(offset, min(offset + limit, len(lines) + 1)):
+    for number in range(offset, min(offset + max(1, min(limit, READ_MAX_LINES)), len(lines) + 1)):
         line = shortened(lines[number - 1], LINE_MAX_CHARS)
         size += len(line) + 8
         if shown and size > READ_MAX_BYTES:
@@ -135,49 +112,6 @@ def list_files(ws: Workspace, path: str = ".") -> str:
     lines = [ws.relative(entry.path) + ("/" if entry.is_dir else "") + (f"  ({entry.note})" if entry.note else "")
              for entry in sorted(shown, key=lambda entry: entry.path.parts)]  # each directory, then what is in it
     return "\n".join(lines + ([cut] if cut else []))
-
-
-def nothing_shown(ws: Workspace, full: Path, path: str) -> str:
-    """Why a listing is empty: the folder is, or everything in it is left out (never "empty" then)."""
-    with os.scandir(full) as scan:
-        n_entries = sum(1 for _ in scan)
-    if not n_entries:
-        return f"({path} is empty)"
-    entries = "1 entry, but it is" if n_entries == 1 else f"{n_entries:,} entries, but all are"
-    why = [f"({path} holds {entries} left out: dependency and cache folders, and what "
-           ".gitignore names."]
-    if IgnoreRules(ws.root).negations_skipped:
-        why.append("This folder is not in a git repository, so the lines of .gitignore that start with ! are "
-                   "not read, and its other lines hide everything.")
-    why.append("Use run_command with ls -a to see them.)")
-    return " ".join(why)
-
-
-def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
-    """The entries to show under `top`, whole levels from the top while they fit in LIST_MAX_ENTRIES, and a
-    line saying what was left out ("" if nothing). One big folder deep down cannot hide the rest."""
-    entries = ws.walk(top)  # breadth-first: all of a level before the next
-    shown: list[Entry] = []  # the complete levels so far
-    level: list[Entry] = []  # the level being read
-    depth = 1
-    for entry in entries:
-        entry_depth = len(entry.path.relative_to(top).parts)
-        if entry_depth != depth:
-            shown, level, depth = shown + level, [], entry_depth
-        level.append(entry)
-        if len(shown) + len(level) > LIST_MAX_ENTRIES:
-            break
-    else:
-        return shown + level, ""
-    if depth == 1:  # the folder itself holds too many: show its folders, then as many files as fit
-        level += itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1, entries)
-        # Folders first: 3,000 data files must not hide src/ and tests/, the tree's structure.
-        kept = sorted(level, key=lambda entry: not entry.is_dir)[:LIST_MAX_ENTRIES]
-        return kept, (f"... and {len(level) - len(kept):,} more entries here, not shown (find one with "
-                      "search_files' glob, or list a subdirectory)")
-    levels = "level" if depth == 2 else f"{depth - 1} levels"
-    return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
-                   "directory to see inside it)")
 
 
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
@@ -251,77 +185,13 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     """
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
-    timeout = max(1, min(timeout, COMMAND_MAX_TIMEOUT))
     if rule := denied_by(command, ws.deny_rules):  # before the question: refused in every mode, --yes too
         raise ToolError(refusal(rule))
     ws.approve("command", "run this command", f"$ {command}")
-    # The child gets the user's environment minus the API key; its own session (process group), so a
-    # timeout can kill everything it started, not only the shell.
-    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
-    process = subprocess.Popen(command, shell=True, cwd=ws.root, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    output = HeadAndTail(OUTPUT_MAX_BYTES)
-    # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
-    reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
-    reader.start()
-    try:
-        process.wait(timeout=timeout)
-        code = process.returncode  # negative: ended by a signal (Popen's way of saying so)
-        status = f"exit code {code}" if code >= 0 else f"killed by signal {-code} ({signal.Signals(-code).name})"
-    except subprocess.TimeoutExpired:
-        kill_group(process)
-        process.wait()
-        status = f"killed after {timeout} s (timeout); the output so far"
-    except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
-        kill_group(process)
-        raise
-    reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
-    text = output.text(ws.redact)
-    return f"{status}:\n{text}" if text else f"{status}; no output"
+    return run_shell(ws, command, max(1, min(timeout, COMMAND_MAX_TIMEOUT)))
 
 
-class HeadAndTail:
-    """A command's output, bounded: the first and last `limit // 2` bytes, and a count of those between."""
-
-    def __init__(self, limit: int):
-        self.half = limit // 2
-        self.head, self.tail, self.n_dropped = bytearray(), bytearray(), 0
-
-    def read_all(self, stream) -> None:
-        while chunk := stream.read1(65536):
-            room = self.half - len(self.head)
-            self.head += chunk[:room]
-            self.tail += chunk[max(room, 0):]
-            if len(self.tail) > self.half:
-                self.n_dropped += len(self.tail) - self.half
-                del self.tail[: len(self.tail) - self.half]
-
-    def text(self, redact: Callable[..., str]) -> str:
-        """The output kept, redacted by `redact` (Workspace.redact) before the cut is marked: a key the cut
-        went through is blanked on both sides of it."""
-        if not self.n_dropped:
-            return redact((self.head + self.tail).decode("utf-8", errors="replace"))
-        head = redact(self.head.decode("utf-8", errors="replace"), cut_after=True)
-        tail = redact(self.tail.decode("utf-8", errors="replace"), cut_before=True)
-        return f"{head}\n[... {self.n_dropped:,} bytes dropped ...]\n{tail}"
-
-
-def capped(lines: list[str], limit: int, rest: str) -> str:
-    """The first `limit` lines, then one saying how many more there are and how to see them."""
-    if len(lines) > limit:
-        lines = lines[:limit] + [f"... and {len(lines) - limit} more {rest}"]
-    return "\n".join(lines)
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """Kill the command and everything it started (it leads its own process group)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:  # it ended on its own meanwhile
-        pass
-
-
-def delegate(ws: Workspace, task: str) -> str:
+def delegate(ws: Workspace, task: str, *, subagent: Callable[[str], str] | None = None) -> str:
     """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
     workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
     your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
@@ -331,29 +201,62 @@ def delegate(ws: Workspace, task: str) -> str:
     Args:
         task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
     """
-    if ws.subagent is None:  # the session sets it; a sub-agent's own workspace has none
+    if subagent is None:  # the toolbox passes it in (agent.run_subagent); a sub-agent's toolbox has none
         raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
     if not task.strip():
         raise ToolError("task is empty: say what the sub-agent should find out, e.g. \"Where is the config read?\"")
-    return ws.subagent(task)
-
+    answer = subagent(task)
+    if len(answer) > SUBAGENT_ANSWER_MAX:
+        answer = answer[:SUBAGENT_ANSWER_MAX] + f"\n[answer cut: {len(answer) - SUBAGENT_ANSWER_MAX:,} more characters]"
+    return answer
 
 # name -> function; the order here is the order the prompt lists them in
 TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command, delegate]}
 
 
-# --- checking arguments and running a tool ---
+# --- the toolbox: one call in, one result out ---
 
 
 @dataclass
-class ToolResult:
-    ok: bool
-    output: str
+class Toolbox:
+    """The loop's tools seam: `run(call) -> CallResult`. Every failure is a result, never a crash.
+
+    Bare, `Toolbox(Workspace(root))` offers every tool and asks nothing. The session's has the mode (which
+    tools are offered: permissions.py), a workspace that asks before writes and commands, the sub-agent for
+    delegate, and the activity log."""
+
+    workspace: Workspace
+    permissions: Permissions = field(default_factory=Permissions)  # the mode: which tools are offered
+    subagent: Callable[[str], str] | None = None  # runs a delegate call's task in a fresh loop; None: no delegate
+    log: Callable[[str], None] = lambda line: None  # the activity log: each call, and how it ended
+
+    @property
+    def names(self) -> list[str]:
+        """Every tool's name, for the parser: a call to one the mode does not offer is still a call, refused
+        with the reason, not an unknown tool."""
+        return list(TOOLS)
+
+    def run(self, call: ToolCall | BadCall, refusal: str | None = None) -> CallResult:
+        """Check a call and run it; `refusal` is a reason the loop has not to run it (the same call again)."""
+        started = time.monotonic()
+        if isinstance(call, BadCall):
+            refusal = format_error(call.problem)
+        refusal = refusal or check_args(call.name, call.args) or self.permissions.refusal(call.name)
+        if refusal is not None:
+            self.log(f"✗ {call.name}: {refusal.splitlines()[0]}")
+            return CallResult(call.name, call.args, False, refusal)
+        self.log(f"→ {call.name}({describe_args(call.args)})")
+        result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)
+        self.log(f"  {outcome(result.ok, result.output)}: {summarize(result.output)}")
+        result.seconds = time.monotonic() - started
+        return result
 
 
 def parameters(tool: Callable) -> list[inspect.Parameter]:
-    """The parameters the model fills in: the signature without the `ws` workspace argument."""
-    return list(inspect.signature(tool, eval_str=True).parameters.values())[1:]
+    """The parameters the model fills in: the signature without the `ws` workspace argument, and without the
+    keyword-only ones the toolbox fills in."""
+    return [param for param in list(inspect.signature(tool, eval_str=True).parameters.values())[1:]
+            if param.kind is not inspect.Parameter.KEYWORD_ONLY]
 
 
 def check_args(name: str, args: dict) -> str | None:
@@ -395,111 +298,18 @@ def json_type_name(value) -> str:
     return names.get(type(value), type(value).__name__)
 
 
-def run_tool(ws: Workspace, name: str, args: dict) -> ToolResult:
+def run_tool(ws: Workspace, name: str, args: dict, subagent: Callable[[str], str] | None = None) -> CallResult:
     """Run a checked call; every failure inside the tool comes back as an error result, never an exception."""
+    tool = TOOLS[name]
+    # Keyword-only parameters are the toolbox's to fill in (delegate's sub-agent), never the model's.
+    given = {"subagent": subagent} if "subagent" in inspect.signature(tool).parameters else {}
     try:
-        result = ToolResult(True, TOOLS[name](ws, **args))
+        result = CallResult(name, args, True, tool(ws, **args, **given))
     except ToolError as error:
-        result = ToolResult(False, str(error))
+        result = CallResult(name, args, False, str(error))
     except OSError as error:
-        result = ToolResult(False, f"{name} failed: {error.strerror or error} ({error.filename or ''}).")
+        result = CallResult(name, args, False, f"{name} failed: {error.strerror or error} ({error.filename or ''}).")
     except Exception as error:  # a bug in a tool must not end the user's session; the model is told
-        result = ToolResult(False, f"{name} failed unexpectedly: {type(error).__name__}: {error}")
+        result = CallResult(name, args, False, f"{name} failed unexpectedly: {type(error).__name__}: {error}")
     result.output = ws.redact(result.output)
     return result
-
-
-# --- naming what exists ---
-
-
-def suggest_paths(ws: Workspace, path: str) -> str:
-    """A hint naming existing paths close to a missing one. Bounded (entries and time): it runs on every
-    miss, and a workspace may be a home directory."""
-    known, deadline = [], time.monotonic() + SUGGEST_MAX_SECONDS
-    for entry in ws.walk(ws.root):  # breadth-first, so the paths nearest the root are compared first
-        if len(known) >= SUGGEST_MAX_ENTRIES or time.monotonic() > deadline:
-            break
-        if not entry.note:
-            known.append(ws.relative(entry.path))
-    wanted = Path(path).name
-    close = [name for name in known if Path(name).name == wanted]
-    close += [name for name in difflib.get_close_matches(path, known, n=3, cutoff=0.6) if name not in close]
-    if close:
-        return "Did you mean: " + ", ".join(close[:3]) + "?"
-    return "Use list_files to see what exists."
-
-
-# --- edit_file's steps (the text work itself is in edits.py) ---
-
-
-def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
-    full = ws.resolve(path)
-    if full.is_dir():
-        raise ToolError(f"{path} is a directory; give the path of a file.")
-    if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
-        return create_file(ws, full, path, new_str)
-    if not full.exists():
-        raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
-                        f"content as new_str. {suggest_paths(ws, path)}")
-    mode = stat.S_IMODE(full.stat().st_mode)
-    if not mode & 0o222:  # the mode bits, not os.access: root may write anything, but the owner said no
-        raise ToolError(f"{path} is read-only (mode {mode:o}); edit_file does not change it. If it should "
-                        "change, ask the user.")
-    # Models sometimes send CRLF; an existing file decides the line endings, so work in LF and convert back.
-    # A lone CR is a line break too (split_lines), so it becomes one in the file's style.
-    old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
-    if old == new:
-        raise ToolError("old_str and new_str are identical, so there is nothing to change.")
-    if full.stat().st_size > EDIT_MAX_BYTES:
-        raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
-                        f"{EDIT_MAX_BYTES:,} bytes.")
-    document = decode_for_edit(read_bytes(ws, full, path), path)
-    if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
-        raise ToolError(f"{path} holds the API key plainagent runs with (shown as [REDACTED]), so edit_file "
-                        "does not change it. Ask the user to make this edit.")
-    asked, rule, first, last = replace_once(document.text, old, new, path)
-    text = keep_final_newline(document.text, asked)
-    data = document.encode(text)
-    if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
-        raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
-                        "there: the edit would change nothing.")
-    warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
-    ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
-    ws.write(full, data, mode, before=document.raw)
-    return (f"Edited {named(ws, path, full)} ({rule}). "
-            f"{describe_change(document.text, asked, text, first, last)}{warning}")
-
-
-def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
-    if full.exists():
-        raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
-                        "read it and pass the exact text to replace as old_str.")
-    ws.approve("edit", f"create {named(ws, path, full)}", content)
-    umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
-    os.umask(umask)
-    data = content.encode("utf-8")
-    ws.write(full, data, 0o666 & ~umask, before=None)
-    return f"Created {named(ws, path, full)} ({len(split_lines(content))} lines, {len(data):,} bytes)."
-
-
-def named(ws: Workspace, path: str, full: Path) -> str:
-    """The path as the model gave it, and the file that really changes when a link leads elsewhere:
-    "docs/notes.md (a link to Makefile)". The user approves the file, not the link's name."""
-    real = ws.relative(full)
-    given = Path(os.path.normpath(ws.root / path))
-    if given == full:
-        return path
-    if given.is_symlink():
-        return f"{path} (a link to {real})"
-    return f"{path} (through a linked folder: {real})"
-
-
-def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
-    """A regular file's bytes, or a ToolError for a directory, a missing file, a pipe or a device."""
-    if full.is_dir():
-        raise ToolError(f"{path} is a directory; use list_files to see what is in it.")
-    if not full.exists():
-        raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
-    if not full.is_file():  # opening a FIFO would wait for a writer forever
-        raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be read.")
-    return full.read_bytes()

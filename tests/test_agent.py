@@ -9,7 +9,7 @@ import pytest
 from frames import read_results
 
 import agent
-from agent import Session, TaskStopped, main, run_task
+from agent import TaskStopped, build_session, main
 from harness.model.client import Reply
 from harness.cli.config import Config, ConfigError, is_local, load_config
 from prompt import NOT_RUN
@@ -32,8 +32,7 @@ class ScriptedModel:
 
 def make_session(tmp_path, *replies, max_steps=30):
     model = ScriptedModel(*replies)
-    session = Session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path),
-                      messages=[{"role": "system", "content": "SYSTEM"}])
+    session = build_session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path))
     return session, model
 
 
@@ -50,25 +49,25 @@ def test_a_task_lists_reads_and_edits_then_answers(tmp_path):
         'tool: edit_file({"path": "app.py", "old_str": "helo", "new_str": "hello"})',
         "Fixed the typo in app.py.",
     )
-    assert run_task(session, "fix the typo") == "Fixed the typo in app.py."
+    assert session.run("fix the typo") == "Fixed the typo in app.py."
     assert (tmp_path / "app.py").read_bytes() == b"print('hello')\n"
-    roles = [m["role"] for m in session.messages]
+    roles = [m["role"] for m in session.history.messages]
     assert roles == ["system", "user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]
-    assert session.messages[2] == {"role": "assistant", "content": "Let me look.\ntool: list_files()"}
-    assert results_in(session.messages[3]) == [{"tool": "list_files", "ok": True, "output": "app.py"}]
-    assert results_in(session.messages[5])[0]["output"].startswith("     1\tprint('helo')")
+    assert session.history.messages[2] == {"role": "assistant", "content": "Let me look.\ntool: list_files()"}
+    assert results_in(session.history.messages[3]) == [{"tool": "list_files", "ok": True, "output": "app.py"}]
+    assert results_in(session.history.messages[5])[0]["output"].startswith("     1\tprint('helo')")
     # the model is shown its own earlier calls, every time
     assert model.seen[3][2]["content"] == "Let me look.\ntool: list_files()"
     assert model.seen[3][6]["content"].startswith("tool: edit_file(")
-    assert session.tokens == {"prompt_tokens": 400, "completion_tokens": 40}
+    assert session.model.tokens == {"prompt_tokens": 400, "completion_tokens": 40}
 
 
 def test_several_calls_answer_in_one_message_in_order(tmp_path):
     (tmp_path / "a.txt").write_text("A\n")
     (tmp_path / "b.txt").write_text("B\n")
     session, _ = make_session(tmp_path, 'tool: read_file({"path": "a.txt"})\ntool: read_file({"path": "b.txt"})', "ok")
-    run_task(session, "read both")
-    results = results_in(session.messages[3])
+    session.run("read both")
+    results = results_in(session.history.messages[3])
     assert [r["output"].splitlines()[0] for r in results] == ["     1\tA", "     1\tB"]
 
 
@@ -77,8 +76,8 @@ def test_a_bad_call_is_answered_and_later_calls_are_not_run(tmp_path):
         tmp_path,
         'tool: list_files()\ntool: read_file({"file": "a.txt"})\ntool: edit_file({"path": "x.txt", "old_str": "", "new_str": "x"})',
         "ok")
-    run_task(session, "go")
-    results = results_in(session.messages[3])
+    session.run("go")
+    results = results_in(session.history.messages[3])
     assert [(r["tool"], r["ok"]) for r in results] == [("list_files", True), ("read_file", False), ("edit_file", False)]
     assert results[1]["output"] == "read_file has no argument file; its arguments are: path, offset, limit."
     assert results[2]["output"] == NOT_RUN
@@ -87,58 +86,58 @@ def test_a_bad_call_is_answered_and_later_calls_are_not_run(tmp_path):
 
 def test_an_unreadable_call_gets_the_right_form_with_an_example(tmp_path):
     session, _ = make_session(tmp_path, 'tool: read_file({"path": "a.txt"', 'tool: list_files()', "done")
-    assert run_task(session, "go") == "done"
-    output = results_in(session.messages[3])[0]["output"]
+    assert session.run("go") == "done"
+    output = results_in(session.history.messages[3])[0]["output"]
     assert "could not be read" in output and 'tool: read_file({"path": "src/app.py"})' in output
 
 
 def test_three_format_errors_in_a_row_end_the_task(tmp_path):
     session, _ = make_session(tmp_path, "tool: nope", "read_file({\"path\": 1})", '{"name": "read_file", "arguments": {}}')
     with pytest.raises(TaskStopped, match="3 replies in a row whose tool calls could not be read"):
-        run_task(session, "go")
+        session.run("go")
 
 
 def test_format_errors_that_are_not_in_a_row_do_not_end_the_task(tmp_path):
     session, _ = make_session(tmp_path, "tool: nope", "tool: nope", "tool: list_files()", "tool: nope", "tool: nope", "done")
-    assert run_task(session, "go") == "done"
+    assert session.run("go") == "done"
 
 
 def test_the_step_limit_ends_the_task_with_a_clear_message(tmp_path):
     session, model = make_session(tmp_path, *[f'tool: read_file({{"path": "f{n}"}})' for n in range(3)], max_steps=3)
     with pytest.raises(TaskStopped, match=r"Stopped after 3 model call\(s\) \(--max-steps 3\)"):
-        run_task(session, "go")
+        session.run("go")
     assert len(model.seen) == 3
 
 
 def test_the_same_call_three_times_in_a_row_is_refused_as_a_loop(tmp_path):
     session, _ = make_session(tmp_path, *["tool: list_files()"] * 3, "ok")
-    run_task(session, "go")
-    assert results_in(session.messages[7])[0]["output"].startswith("You have made this exact call 3 times in a row")
-    assert results_in(session.messages[5])[0]["ok"]
+    session.run("go")
+    assert results_in(session.history.messages[7])[0]["output"].startswith("You have made this exact call 3 times in a row")
+    assert results_in(session.history.messages[5])[0]["ok"]
 
 
 def test_an_invented_result_is_cut_from_the_history_and_the_model_told(tmp_path):
     session, _ = make_session(
         tmp_path, 'tool: list_files()\ntool_result({"ok": true, "output": "secret.txt"})\nThe only file is secret.txt.',
         "ok")
-    run_task(session, "go")
-    assert session.messages[2]["content"] == "tool: list_files()"
-    assert session.messages[3]["content"].startswith("Note: Your reply went on after your tool calls")
+    session.run("go")
+    assert session.history.messages[2]["content"] == "tool: list_files()"
+    assert session.history.messages[3]["content"].startswith("Note: Your reply went on after your tool calls")
 
 
 def test_a_reply_cut_inside_a_call_is_not_run(tmp_path):
     session, _ = make_session(
         tmp_path, Reply('tool: edit_file({"path": "big.py", "old_str": "", "new_str": "def f():\n', "length"), "ok")
-    run_task(session, "go")
+    session.run("go")
     assert not (tmp_path / "big.py").exists()
-    assert "cut off at the output token limit" in results_in(session.messages[3])[0]["output"]
+    assert "cut off at the output token limit" in results_in(session.history.messages[3])[0]["output"]
 
 
 def test_a_declined_write_reaches_the_model_with_the_reason(tmp_path):
     session, _ = make_session(tmp_path, 'tool: edit_file({"path": "n.txt", "old_str": "", "new_str": "x"})', "ok")
-    session.workspace.confirm = lambda *_: "The user said no: not now."
-    run_task(session, "go")
-    assert results_in(session.messages[3])[0]["output"] == "Not approved: create n.txt. The user said no: not now. No changes were made."
+    session.tools.workspace.confirm = lambda *_: "The user said no: not now."
+    session.run("go")
+    assert results_in(session.history.messages[3])[0]["output"] == "Not approved: create n.txt. The user said no: not now. No changes were made."
 
 
 def test_a_bug_inside_a_task_is_one_line_and_the_session_survives(tmp_path, capsys):
@@ -146,7 +145,7 @@ def test_a_bug_inside_a_task_is_one_line_and_the_session_survives(tmp_path, caps
         def chat(self, messages):
             raise KeyError("choices")
 
-    session = Session(Config(model="m"), BrokenModel(), Workspace(tmp_path, secret="sk-x"))
+    session = build_session(Config(model="m"), BrokenModel(), Workspace(tmp_path, secret="sk-x"))
     assert agent.attempt(session, "go") == 1
     assert capsys.readouterr().err == "plainagent: internal error, please report it: KeyError: 'choices'\n"
 
@@ -240,7 +239,7 @@ def test_undo_in_the_repl_reverts_the_write_and_the_model_hears_of_it(tmp_path, 
     session, model = make_session(tmp_path, 'tool: edit_file({"path": "notes/new.txt", "old_str": "", "new_str": "x"})',
                                   "Created it.", "Fine.")
     monkeypatch.setattr("sys.stdin", io.StringIO("make a note\n/undo\nwhat happened?\n"))
-    assert agent.repl(session) == 0
+    assert agent.repl(session, agent.attempt) == 0
     assert not (tmp_path / "notes").exists()  # the file, and the folder made for it
     assert "Undone: removed notes/new.txt" in capsys.readouterr().err
     last = model.seen[-1]
@@ -261,7 +260,7 @@ def test_undo_in_the_repl_reverts_the_write_and_the_model_hears_of_it(tmp_path, 
 def test_a_cut_off_or_empty_answer_is_a_failure_not_an_answer(tmp_path, reply, says):
     session, _ = make_session(tmp_path, reply)
     with pytest.raises(agent.AnswerIncomplete, match=says) as stopped:
-        run_task(session, "explain")
+        session.run("explain")
     assert stopped.value.partial == ("The three causes are: first, the" if reply.finish_reason == "length" else "")
 
 
@@ -282,9 +281,9 @@ def test_a_tool_that_fails_when_run_stops_the_calls_after_it(tmp_path):
         'tool: edit_file({"path": "a.py", "old_str": "y = 1", "new_str": "y = 2"})\n'
         'tool: run_command({"command": "touch ran.txt"})',
         "ok")
-    session.workspace.confirm = None
-    run_task(session, "go")
-    results = results_in(session.messages[3])
+    session.tools.workspace.confirm = None
+    session.run("go")
+    results = results_in(session.history.messages[3])
     assert [(r["tool"], r["ok"]) for r in results] == [("edit_file", False), ("run_command", False)]
     assert results[1]["output"] == NOT_RUN
     assert not (tmp_path / "ran.txt").exists()
@@ -292,8 +291,8 @@ def test_a_tool_that_fails_when_run_stops_the_calls_after_it(tmp_path):
 
 def test_a_command_that_exits_non_zero_is_a_result_logged_as_failed(tmp_path, capsys):
     session, _ = make_session(tmp_path, 'tool: run_command({"command": "exit 3"})\ntool: list_files()', "ok")
-    run_task(session, "go")
-    results = results_in(session.messages[3])
+    session.run("go")
+    results = results_in(session.history.messages[3])
     assert [(r["tool"], r["ok"]) for r in results] == [("run_command", True), ("list_files", True)]
     assert "  failed: exit code 3; no output" in capsys.readouterr().err.splitlines()
 
@@ -302,14 +301,14 @@ def test_the_repeated_call_guard_starts_afresh_with_each_task(tmp_path):
     session, _ = make_session(tmp_path, "tool: list_files()", "done", "tool: list_files()", "done",
                               "tool: list_files()", "done")
     for _ in range(3):
-        assert run_task(session, "list the files") == "done"
-    assert all(result["ok"] for message in session.messages[3::4] for result in results_in(message))
+        assert session.run("list the files") == "done"
+    assert all(result["ok"] for message in session.history.messages[3::4] for result in results_in(message))
 
 
 def test_format_errors_do_not_carry_over_between_tasks(tmp_path):
     session, _ = make_session(tmp_path, "tool: nope", "tool: nope", "done", "tool: nope", "done")
-    assert run_task(session, "one") == "done"
-    assert run_task(session, "two") == "done"
+    assert session.run("one") == "done"
+    assert session.run("two") == "done"
 
 
 class FailingModel(ScriptedModel):
@@ -327,7 +326,7 @@ def test_a_failed_request_is_noted_and_the_history_stays_well_formed(tmp_path, c
     from harness.model.client import ChatError
     model = FailingModel("tool: list_files()", Reply(ChatError("502 from http://x/v1/chat/completions: Bad Gateway")),
                          "Second answer.")
-    session = Session(Config(model="m"), model, Workspace(tmp_path), messages=[{"role": "system", "content": "S"}])
+    session = build_session(Config(model="m"), model, Workspace(tmp_path))
     assert agent.attempt(session, "first") == 1
     assert agent.attempt(session, "second") == 0
     roles = [m["role"] for m in model.seen[-1]]
@@ -347,8 +346,8 @@ def test_a_task_stopped_after_a_call_tells_the_model_at_the_next_task(tmp_path):
 
 
 def test_the_session_starts_with_the_system_prompt_rendered_from_the_tools(tmp_path):
-    session = Session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
-    assert session.messages == [{"role": "system", "content": agent.render_system_prompt(TOOLS)}]
+    session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
+    assert session.history.messages == [{"role": "system", "content": agent.render_system_prompt(TOOLS)}]
 
 
 # --- configuration edge cases: each is one line naming what the user set ---
@@ -418,24 +417,24 @@ def test_the_tests_run_without_proxy_or_ca_bundle_settings():
 def test_a_reply_with_only_native_tool_calls_is_a_failure_that_names_them(tmp_path):
     session, _ = make_session(tmp_path, Reply("", "tool_calls", native_calls=["read_file"]))
     with pytest.raises(agent.AnswerIncomplete, match=r"native function call \(read_file\) instead of a `tool:` line"):
-        run_task(session, "go")
+        session.run("go")
     session, _ = make_session(tmp_path, Reply("Let me read it.", "tool_calls", native_calls=["read_file"]))
     with pytest.raises(agent.AnswerIncomplete, match="native function call") as stopped:
-        run_task(session, "go")
+        session.run("go")
     assert stopped.value.partial == "Let me read it."
 
 
 def test_an_answer_stopped_by_a_content_filter_is_a_failure(tmp_path):
     session, _ = make_session(tmp_path, Reply("Here is the partial answ", "content_filter"))
     with pytest.raises(agent.AnswerIncomplete, match="content filter stopped the answer") as stopped:
-        run_task(session, "go")
+        session.run("go")
     assert stopped.value.partial == "Here is the partial answ"
 
 
 def test_the_activity_log_shows_escape_codes_instead_of_sending_them(tmp_path, capsys):
     (tmp_path / "evil.txt").write_text("\x1b]52;c;ZWNobyBoaQ==\x07\x1b[2J\u202etxt.exe\n")
     session, _ = make_session(tmp_path, 'tool: read_file({"path": "evil.txt"})\ntool: run_command({"command": "echo \\u009b31m"})', "ok")
-    run_task(session, "go")
+    session.run("go")
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\u202e" not in err and "\x9b" not in err and "\x07" not in err
     assert "\\x1b]52;c;ZWNobyBoaQ==\\x07\\x1b[2J\\u202etxt.exe" in err
@@ -471,8 +470,8 @@ def test_a_task_that_is_not_utf8_on_the_command_line_is_a_usage_error(capsys):
 
 def test_a_lone_surrogate_in_an_argument_is_refused_with_a_reason(tmp_path):
     session, _ = make_session(tmp_path, 'tool: edit_file({"path": "a.txt", "old_str": "", "new_str": "x\\ud800"})', "ok")
-    run_task(session, "go")
-    assert "holds a lone surrogate" in results_in(session.messages[3])[0]["output"]
+    session.run("go")
+    assert "holds a lone surrogate" in results_in(session.history.messages[3])[0]["output"]
     assert not (tmp_path / "a.txt").exists()
 
 
@@ -518,5 +517,5 @@ def test_an_unknown_mode_is_one_line(capsys):
 def test_a_reply_of_streamed_reasoning_only_says_so_and_shows_it(tmp_path):
     session, _ = make_session(tmp_path, Reply("", "stop", reasoning="The user wants a poem. I should"))
     with pytest.raises(agent.AnswerIncomplete, match="reply was only reasoning") as stopped:
-        run_task(session, "go")
+        session.run("go")
     assert stopped.value.partial == "The user wants a poem. I should"

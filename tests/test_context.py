@@ -9,8 +9,10 @@ import pytest
 from harness.history import context as context_module
 from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
 from harness.model.client import ChatError, Reply
-from harness.history.context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, CallResult, Context, fit_outputs
+from harness.history.context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, Context, fit_outputs
+from harness.parser.toolcalls import CallResult
 from harness.history.transcript import Transcript, load
+from harness.model.model import Model as SessionModel
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
 
@@ -43,6 +45,22 @@ class Model:
     @property
     def turns(self):
         return [request for request in self.seen if request[0]["content"] != SUMMARY_PROMPT]
+
+
+class Client:
+    """The bare model seam that model.py's armour wraps: the scripted model, called as a client."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def chat(self, messages, on_delta=None):
+        return self.model(messages)
+
+
+def chat(context):
+    """One turn as a session sends it: through the model's armour, which fits the history to the budget first
+    and survives a refusal for length."""
+    return SessionModel(Client(context.summarize_with), history=context).chat(context.messages)
 
 
 def make_context(tokens=4000, model=None, transcript=None, log=None):
@@ -168,7 +186,7 @@ def test_a_refusal_lowers_the_budget_compacts_and_sends_the_same_turn_again(stat
     for n in range(4):
         read(context, f"f{n}.txt", 3000)  # each within one reply's share of a 3,000-token window
     last_results = context.messages[-1]
-    reply = context.chat()
+    reply = chat(context)
     assert reply.text == "ok"
     sent = model.turns[-1]
     assert sent[0] == SYSTEM and sent[1] == {"role": "user", "content": "read the files"} and sent[-1] == last_results
@@ -183,7 +201,7 @@ def test_a_request_that_never_fits_fails_in_one_line():
     context, _ = make_context(tokens=32_000, model=model)
     context.add("user", "a task")
     with pytest.raises(ChatError) as raised:
-        context.chat()
+        chat(context)
     assert "\n" not in str(raised.value) and "still does not fit" in str(raised.value)
     assert "--context-tokens" in str(raised.value)
     assert len(model.turns) == 3  # the first try and MAX_REFUSALS more
@@ -194,7 +212,7 @@ def test_other_failures_pass_through_untouched():
     context, _ = make_context(model=Model(refuse=lambda messages: error))
     context.add("user", "a task")
     with pytest.raises(ChatError) as raised:
-        context.chat()
+        chat(context)
     assert raised.value is error
 
 
@@ -207,7 +225,7 @@ def test_old_results_become_stubs_and_the_rest_stays_byte_identical():
     for name in ("a.txt", "b.txt", "c.txt"):
         read(context, name, 4000)
     before = copy.deepcopy(context.messages)
-    context.chat()
+    chat(context)
     after = context.messages
     assert len(after) == len(before)
     assert after[0] is context.messages[0] and after[0] == before[0]
@@ -239,7 +257,7 @@ def test_a_summary_replaces_older_turns_keeping_the_task_and_the_recent_turns():
     context.add("user", "the current task")
     read(context, "a.txt", 4500)
     recent = copy.deepcopy(context.messages[-2:])
-    context.chat()
+    chat(context)
     messages = context.messages
     assert messages[0] == SYSTEM
     assert messages[1]["content"] == SUMMARY_HEAD + "The user read files; all went well."
@@ -259,9 +277,9 @@ def test_after_a_compaction_requests_only_grow_by_appending():
     context, _ = make_context(tokens=4000, model=model)
     for n in range(12):
         context.add("user", f"task {n}")
-        context.chat()
+        chat(context)
         read(context, f"file{n}.txt", 2500)
-        context.chat()
+        chat(context)
         context.add("assistant", f"done {n}")
     turns = model.turns
     prefixes = sum(later[:len(earlier)] == earlier for earlier, later in zip(turns, turns[1:]))
@@ -314,7 +332,7 @@ def test_compactions_are_recorded_and_resume_to_the_compacted_history(tmp_path):
     context.add("user", "read three files")
     for name in ("a.txt", "b.txt", "c.txt"):
         read(context, name, 4000)
-    context.chat()
+    chat(context)
     loaded = load(tmp_path / "t.jsonl")
     assert loaded.messages == context.messages[1:]
     assert loaded.results == {index: record for index, record in context.results.items()}
@@ -332,12 +350,12 @@ def test_random_sessions_keep_the_history_well_formed_and_inside_the_budget(seed
         task = f"task {n} " + "words " * rng.randint(0, 50)
         context.add("user", task)
         for step in range(rng.randint(0, 4)):
-            context.chat()
+            chat(context)
             context.add("assistant", f"step {step} " + "thinking " * rng.randint(0, 120), calls=["read_file"])
             outputs = [CallResult("read_file", {"path": f"f{i}"}, rng.random() > 0.2, "z" * rng.randint(0, 9000))
                        for i in range(rng.randint(1, 3))]
             context.add_results(outputs, ["a note"] if rng.random() < 0.2 else [])
-            context.chat()
+            chat(context)
             assert any(m["content"] == task for m in model.turns[-1])
         context.add("assistant", "done")
     for request in model.turns:
@@ -380,7 +398,7 @@ def test_a_lowered_budget_cuts_the_current_results_again_and_the_turn_is_retried
     context, lines = make_context(tokens=32_000, model=model)
     context.add("user", "read big.txt")
     read(context, "big.txt", 30_000)
-    assert context.chat().text == "ok"
+    assert chat(context).text == "ok"
     assert len(model.turns) == 2  # refused once, then sent cut
     sent = model.turns[-1]
     assert sent[1] == {"role": "user", "content": "read big.txt"}
@@ -394,7 +412,7 @@ def test_without_the_outputs_at_hand_the_current_results_become_a_stub_saying_to
     context.add("user", "read big.txt")
     read(context, "big.txt", 30_000)
     context.outputs.clear()  # as after --resume: only the rendered message is known
-    assert context.chat().text == "ok"
+    assert chat(context).text == "ok"
     assert model.turns[-1][-1]["content"] == (
         "[read_file True]\n(Output removed to save context: 1 lines, 30,000 bytes. It is too long for the context "
         "window: ask for less at a time (read_file with offset and limit, a narrower search, a command with less "
@@ -414,7 +432,7 @@ def test_no_request_over_the_budget_is_sent_the_newest_results_are_cut_further()
     context, lines = make_context(tokens=3000, model=model)
     context.add("user", "look at this log: " + "w" * 5000)  # with the results' own share, past the budget
     read(context, "a.txt", 4400)
-    context.chat()
+    chat(context)
     assert Budget(3000).estimate(model.turns[-1]) <= 0.75 * 3000
     assert "(Cut here to fit the context budget" in model.turns[-1][-1]["content"]
 
@@ -424,7 +442,7 @@ def test_a_task_larger_than_the_window_says_so():
     context, _ = make_context(tokens=2000, model=model)
     context.add("user", "fix this: " + "y" * 20_000)
     with pytest.raises(ChatError) as raised:
-        context.chat()
+        chat(context)
     assert str(raised.value) == ("the task itself is about 6,674 tokens, more than the context budget of 2,000: "
                                  "shorten it, or put it in a file and ask to read that file.")
     assert model.turns == []
@@ -544,7 +562,7 @@ def test_after_a_summary_the_current_results_are_still_cut_not_stubbed():
         context.add("assistant", f"Answer {n}: " + "note " * 140)
     context.add("user", "now look at this: " + "w" * 3000)
     read(context, "a.txt", 5800)
-    context.chat()
+    chat(context)
     sent = model.turns[-1]
     assert sent[1]["content"].startswith(SUMMARY_HEAD) and "(Cut here to fit the context budget" in sent[-1]["content"]
     assert Budget(4000).estimate(sent) <= 0.75 * 4000

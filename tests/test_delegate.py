@@ -8,10 +8,11 @@ from frames import read_results
 from test_agent import ScriptedModel
 
 import agent
-from agent import SUBAGENT_ANSWER_MAX, SUBAGENT_MAX_STEPS, Session, run_task
+from agent import SUBAGENT_MAX_STEPS, build_session
 from harness.cli.config import Config
 from harness.sandbox.permissions import SUBAGENT_READS
 from prompt import SUBAGENT_TASK
+from tools import SUBAGENT_ANSWER_MAX, run_tool
 from harness.history.transcript import Transcript, load
 from harness.sandbox.workspace import Workspace
 
@@ -28,7 +29,7 @@ def project(tmp_path):
 
 def make_session(root, *replies, transcript=None):
     model = ScriptedModel(*replies)
-    session = Session(Config(model="m"), model, Workspace(root), transcript=transcript or Transcript())
+    session = build_session(Config(model="m"), model, Workspace(root), transcript=transcript or Transcript())
     return session, model
 
 
@@ -36,7 +37,7 @@ def test_a_sub_agent_reads_ten_files_and_the_parent_sees_only_its_answer(project
     reads = [f'tool: read_file({{"path": "m{n}.py"}})' for n in range(10)]
     session, model = make_session(project, DELEGATE, "tool: list_files()", "\n".join(reads[:5]), "\n".join(reads[5:]),
                                   "m7.py line 1: GREETING = \"Helo\".", "It is in m7.py.")
-    assert run_task(session, "find the greeting") == "It is in m7.py."
+    assert session.run("find the greeting") == "It is in m7.py."
     sub_first, parent_last = model.seen[1], model.seen[-1]
     # the sub-agent: a fresh conversation, its own prompt with the reading tools but delegate
     assert [m["role"] for m in sub_first] == ["system", "user"]
@@ -48,7 +49,7 @@ def test_a_sub_agent_reads_ten_files_and_the_parent_sees_only_its_answer(project
     assert read_results(parent_last[3]["content"]) == [
         {"tool": "delegate", "ok": True, "output": 'm7.py line 1: GREETING = "Helo".'}]
     assert "BODY_" not in json.dumps(parent_last)
-    assert session.tokens == {"prompt_tokens": 600, "completion_tokens": 60}  # the sub-agent's four calls too
+    assert session.model.tokens == {"prompt_tokens": 600, "completion_tokens": 60}  # the sub-agent's four calls too
     err = capsys.readouterr().err
     assert '→ delegate(task="Where is the greeting spelt?")\n    → list_files()\n' in err
     assert '    → read_file(path="m9.py")\n' in err and '  ok: m7.py line 1: GREETING = "Helo".\n' in err
@@ -57,8 +58,8 @@ def test_a_sub_agent_reads_ten_files_and_the_parent_sees_only_its_answer(project
 def test_a_sub_agent_at_its_step_limit_gives_the_parent_an_error_to_act_on(project):
     loop = [f'tool: read_file({{"path": "m{n}.py"}})' for n in range(SUBAGENT_MAX_STEPS)]
     session, model = make_session(project, DELEGATE, *loop, "I will read it myself.")
-    assert run_task(session, "go") == "I will read it myself."
-    assert read_results(session.messages[3]["content"]) == [{"tool": "delegate", "ok": False, "output": (
+    assert session.run("go") == "I will read it myself."
+    assert read_results(session.history.messages[3]["content"]) == [{"tool": "delegate", "ok": False, "output": (
         "The sub-agent ended without an answer: Stopped after 10 model call(s). Give it a narrower task, or read "
         "the files yourself.")}]
     assert len(model.seen) == 1 + SUBAGENT_MAX_STEPS + 1
@@ -76,9 +77,9 @@ class InterruptedModel(ScriptedModel):
 
 def test_ctrl_c_stops_the_sub_agent_and_the_parent_gets_an_interrupted_result(project):
     model = InterruptedModel(DELEGATE, "tool: list_files()", "Stopped, as you asked.")
-    session = Session(Config(model="m"), model, Workspace(project))
-    assert run_task(session, "go") == "Stopped, as you asked."
-    assert read_results(session.messages[3]["content"]) == [{"tool": "delegate", "ok": False, "output": (
+    session = build_session(Config(model="m"), model, Workspace(project))
+    assert session.run("go") == "Stopped, as you asked."
+    assert read_results(session.history.messages[3]["content"]) == [{"tool": "delegate", "ok": False, "output": (
         "The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go on before "
         "delegating again.")}]
 
@@ -90,7 +91,7 @@ def test_ctrl_c_stops_the_sub_agent_and_the_parent_gets_an_interrupted_result(pr
 ])
 def test_a_sub_agent_cannot_start_sub_agents_write_or_run(project, call, name):
     session, model = make_session(project, DELEGATE, call, "nothing to add", "done")
-    run_task(session, "go")
+    session.run("go")
     assert read_results(model.seen[2][3]["content"]) == [{"tool": name, "ok": False,
                                                          "output": SUBAGENT_READS.format(name=name)}]
     assert not (project / "ran").exists() and (project / "m1.py").read_text() == "# module 1\nBODY_1 = 1\n"
@@ -98,8 +99,8 @@ def test_a_sub_agent_cannot_start_sub_agents_write_or_run(project, call, name):
 
 def test_a_long_answer_is_cut_before_it_reaches_the_parent(project):
     session, _ = make_session(project, DELEGATE, "x" * (SUBAGENT_ANSWER_MAX + 123), "done")
-    run_task(session, "go")
-    output = read_results(session.messages[3]["content"])[0]["output"]
+    session.run("go")
+    output = read_results(session.history.messages[3]["content"])[0]["output"]
     assert output == "x" * SUBAGENT_ANSWER_MAX + "\n[answer cut: 123 more characters]"
 
 
@@ -108,22 +109,22 @@ def test_the_sub_agents_messages_are_in_the_transcript_marked_and_stay_out_of_a_
     transcript = Transcript.create(path, {"model": "m"}, explicit=True)
     session, _ = make_session(project, DELEGATE, "tool: list_files()", "In m7.py.", "It is in m7.py.",
                               transcript=transcript)
-    run_task(session, "go")
+    session.run("go")
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     sub_messages = [line["message"] for line in lines if line["type"] == "subagent" and line["event"] == "message"]
     assert [m["role"] for m in sub_messages] == ["system", "user", "assistant", "user", "assistant"]
     assert sub_messages[-1]["content"] == "In m7.py."
-    assert load(path).messages == session.messages[1:]
+    assert load(path).messages == session.history.messages[1:]
 
 
 def test_delegate_with_no_session_behind_it_says_so(tmp_path):
-    assert agent.run_tool(Workspace(tmp_path), "delegate", {"task": "x"}).output == (
+    assert run_tool(Workspace(tmp_path), "delegate", {"task": "x"}).output == (
         "A sub-agent cannot start sub-agents; read the files yourself.")
 
 
 def test_an_empty_task_is_refused_without_a_model_call(project):
     session, model = make_session(project, 'tool: delegate({"task": "  "})', "ok")
-    run_task(session, "go")
-    assert read_results(session.messages[3]["content"])[0]["output"] == (
+    session.run("go")
+    assert read_results(session.history.messages[3]["content"])[0]["output"] == (
         'task is empty: say what the sub-agent should find out, e.g. "Where is the config read?"')
     assert len(model.seen) == 2

@@ -102,7 +102,7 @@ def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(inst
     command = 'tool: run_command({"command": "sleep 5"})'
     with FakeEndpoint([command]) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "wait a bit", "--yes")
-        run_until(process, lambda: transcripts(tmp_path) and '"calls": ["run_command"]' in transcripts(tmp_path)[0].read_text())
+        run_until(process, lambda: transcripts(tmp_path) and '"role": "assistant"' in transcripts(tmp_path)[0].read_text())
         process.kill()
         process.communicate(timeout=20)
     with FakeEndpoint(["I will check first."]) as endpoint:

@@ -7,7 +7,7 @@ import os
 import pytest
 from test_agent import ScriptedModel
 
-from agent import Session, run_task
+from agent import build_session
 from harness.cli.config import Config
 from harness.cli.instructions import MAX_BYTES, config_dir, load_instructions
 from prompt import render_system_prompt
@@ -31,7 +31,7 @@ def load(root, lines=None):
 
 
 def prompt_for(root) -> str:
-    return Session(Config(model="m"), ScriptedModel(), Workspace(root), instructions=load(root)).messages[0]["content"]
+    return build_session(Config(model="m"), ScriptedModel(), Workspace(root), instructions=load(root)).history.messages[0]["content"]
 
 
 def test_without_agents_md_the_prompt_is_the_default(tmp_path):
@@ -114,10 +114,10 @@ def test_an_empty_file_adds_nothing(tmp_path):
 def test_the_prompt_stays_the_same_between_turns_even_if_the_file_changes(tmp_path):
     (tmp_path / "AGENTS.md").write_text("Always use tabs.\n")
     model = ScriptedModel("one", "two")
-    session = Session(Config(model="m"), model, Workspace(tmp_path), instructions=load(tmp_path))
-    run_task(session, "first")
+    session = build_session(Config(model="m"), model, Workspace(tmp_path), instructions=load(tmp_path))
+    session.run("first")
     (tmp_path / "AGENTS.md").write_text("Always use spaces.\n")
-    run_task(session, "second")
+    session.run("second")
     assert model.seen[0][0] == model.seen[1][0]
     assert "Always use tabs." in model.seen[1][0]["content"]
 

@@ -6,7 +6,7 @@ from frames import read_results
 from test_agent import ScriptedModel, args
 
 import agent
-from agent import Session, run_task
+from agent import build_session
 from harness.cli.config import Config, ConfigError, load_config
 from harness.sandbox.permissions import READ_ONLY, Permissions
 from harness.sandbox.workspace import Workspace
@@ -22,9 +22,9 @@ def run_in_mode(tmp_path, mode: str):
     asked = []
     permissions = Permissions(mode, ask=lambda kind, title, preview: asked.append(kind))  # None: approve
     model = ScriptedModel(CALLS, "done")
-    session = Session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
-    assert run_task(session, "go") == "done"
-    return read_results(session.messages[3]["content"]), asked
+    session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
+    assert session.run("go") == "done"
+    return read_results(session.history.messages[3]["content"]), asked
 
 
 @pytest.mark.parametrize("mode, asked, wrote, ran", [
@@ -62,8 +62,8 @@ def signatures(prompt: str) -> list[str]:
     ("read-only", ["read_file", "list_files", "search_files", "delegate"]),
 ])
 def test_the_system_prompt_offers_the_modes_tools_only(tmp_path, mode, tools):
-    session = Session(Config(model="m"), ScriptedModel(), Workspace(tmp_path), permissions=Permissions(mode))
-    prompt = session.messages[0]["content"]
+    session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path), permissions=Permissions(mode))
+    prompt = session.history.messages[0]["content"]
     assert signatures(prompt) == tools
     if mode == "read-only":
         assert "edit_file(" not in prompt and "run_command(" not in prompt
@@ -77,23 +77,23 @@ def test_edits_mode_shows_the_diff_in_the_activity_log_without_asking(tmp_path, 
     (tmp_path / "app.py").write_text("x = 1\n")
     permissions = Permissions("edits", ask=lambda *question: pytest.fail("asked"), log=agent.log)
     model = ScriptedModel('tool: edit_file({"path": "app.py", "old_str": "x = 1", "new_str": "x = 2"})', "done")
-    session = Session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
-    run_task(session, "go")
+    session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
+    session.run("go")
     assert (tmp_path / "app.py").read_text() == "x = 2\n"
     assert ("Edit app.py:\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
             "(applied without asking: --mode edits)\n") in capsys.readouterr().err
 
 
 def test_mode_switches_the_tools_the_prompt_and_tells_the_model(tmp_path):
-    session = Session(Config(model="m"), ScriptedModel("ok"), Workspace(tmp_path))
-    full_prompt = session.messages[0]["content"]
+    session = build_session(Config(model="m"), ScriptedModel("ok"), Workspace(tmp_path))
+    full_prompt = session.history.messages[0]["content"]
     assert session.switch_mode("read-only") == "Mode: read-only (reads only, writes and runs nothing)."
-    assert "edit_file(" not in session.messages[0]["content"]
-    assert session.permissions.refusal("run_command") == READ_ONLY.format(name="run_command")
+    assert "edit_file(" not in session.history.messages[0]["content"]
+    assert session.tools.permissions.refusal("run_command") == READ_ONLY.format(name="run_command")
     assert session.switch_mode("ask") == "Mode: ask (asks before each write and command)."
-    assert session.messages[0]["content"] == full_prompt
-    run_task(session, "go")
-    assert session.messages[1]["content"] == (
+    assert session.history.messages[0]["content"] == full_prompt
+    session.run("go")
+    assert session.history.messages[1]["content"] == (
         "(The user switched the session to mode read-only: it reads only, writes and runs nothing.)\n\n"
         "(The user switched the session to mode ask: it asks before each write and command.)\n\ngo")
 
@@ -103,10 +103,10 @@ def test_mode_switches_the_tools_the_prompt_and_tells_the_model(tmp_path):
     ("", "Mode: ask (asks before each write and command). /mode NAME switches: ask, read-only, edits, yes."),
 ])
 def test_mode_without_a_valid_name_changes_nothing(tmp_path, given, line):
-    session = Session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
-    prompt = session.messages[0]["content"]
+    session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
+    prompt = session.history.messages[0]["content"]
     assert session.switch_mode(given) == line
-    assert session.permissions.mode == "ask" and session.messages[0]["content"] == prompt and not session.notes
+    assert session.tools.permissions.mode == "ask" and session.history.messages[0]["content"] == prompt and not session.notes
 
 
 # --- settings ---

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import search
+from harness.sandbox import edits, files, search, shell
 import tools
 from tools import TOOLS, Workspace, check_args, run_tool
 
@@ -353,7 +353,7 @@ def test_a_nul_in_a_path_is_a_clear_error(ws):
 
 
 def test_read_file_refuses_huge_files_with_advice(ws, monkeypatch):
-    monkeypatch.setattr(tools, "READ_MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(files, "READ_MAX_FILE_BYTES", 100)
     write(ws, "big.log", b"x\n" * 100)
     assert "use run_command with head, tail or grep" in run(ws, "read_file", path="big.log").output
 
@@ -378,17 +378,17 @@ def test_list_files_recurses_marks_directories_and_skips_noise(ws):
 
 
 def test_list_files_caps_with_a_count(ws):
-    for n in range(tools.LIST_MAX_ENTRIES + 24):
+    for n in range(search.LIST_MAX_ENTRIES + 24):
         write(ws, f"f{n:04}.txt", b"")
     write(ws, "sub/deeper.txt", b"")  # the 25th more entry is sub/; what is inside it is not counted
     lines = run(ws, "list_files").output.splitlines()
-    assert len(lines) == tools.LIST_MAX_ENTRIES + 1
+    assert len(lines) == search.LIST_MAX_ENTRIES + 1
     assert lines[-1] == "... and 25 more entries here, not shown (find one with search_files' glob, or list a subdirectory)"
 
 
 def test_list_files_shows_every_folder_of_a_level_before_its_files(ws, monkeypatch):
     """3,000 data files at the top sorted before src/ and tests/ used to hide them."""
-    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 5)
+    monkeypatch.setattr(search, "LIST_MAX_ENTRIES", 5)
     for n in range(12):
         write(ws, f"data_{n:02}.csv", b"")
     write(ws, "src/app.py", b"")
@@ -400,7 +400,7 @@ def test_list_files_shows_every_folder_of_a_level_before_its_files(ws, monkeypat
 
 
 def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws, monkeypatch):
-    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 8)
+    monkeypatch.setattr(search, "LIST_MAX_ENTRIES", 8)
     for n in range(20):
         write(ws, f"a_big/f{n:02}.txt", b"")
     write(ws, "src/app.py", b"")
@@ -409,7 +409,7 @@ def test_list_files_shows_the_top_levels_first_so_a_big_folder_hides_nothing(ws,
     assert run(ws, "list_files").output == "\n".join([
         "a_big/", "src/", "z.txt",
         "(only the top level: the tree has more than 8 entries; list a directory to see inside it)"])
-    monkeypatch.setattr(tools, "LIST_MAX_ENTRIES", 25)  # two whole levels fit; the third (src/lib/util.py) does not
+    monkeypatch.setattr(search, "LIST_MAX_ENTRIES", 25)  # two whole levels fit; the third (src/lib/util.py) does not
     assert run(ws, "list_files").output.splitlines()[-5:] == [
         "src/", "src/app.py", "src/lib/", "z.txt",
         "(only the top 2 levels: the tree has more than 25 entries; list a directory to see inside it)"]
@@ -605,7 +605,7 @@ def test_a_failing_replace_leaves_the_original_intact(ws, monkeypatch):
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(tools.os, "replace", broken_replace)
+    monkeypatch.setattr(edits.os, "replace", broken_replace)
     result = edit(ws, "a.txt", "original", "changed")
     assert not result.ok and "No space left on device" in result.output
     assert full.read_bytes() == b"original\n"
@@ -760,7 +760,7 @@ def test_search_files_in_another_thread_still_works(ws):
 def test_suggestions_for_a_missing_path_look_at_a_bounded_number_of_paths(ws, monkeypatch):
     write(ws, "a/b/c/agent.py", b"")
     assert run(ws, "read_file", path="agent.py").output == "agent.py does not exist. Did you mean: a/b/c/agent.py?"
-    monkeypatch.setattr(tools, "SUGGEST_MAX_ENTRIES", 3)  # a/, a/b/, a/b/c/: the file is past the bound
+    monkeypatch.setattr(search, "SUGGEST_MAX_ENTRIES", 3)  # a/, a/b/, a/b/c/: the file is past the bound
     assert run(ws, "read_file", path="agent.py").output == "agent.py does not exist. Use list_files to see what exists."
 
 
@@ -786,7 +786,7 @@ def test_run_command_output_is_bounded_while_it_runs(ws):
     """`yes` writes without end: only the head and tail are kept, and the timeout still ends it."""
     result = run(ws, "run_command", command="yes", timeout=1)
     assert result.output.startswith("killed after 1 s (timeout); the output so far:\ny\ny\n")
-    assert len(result.output) < tools.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in result.output
+    assert len(result.output) < shell.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in result.output
 
 
 def test_run_command_timeout_kills_the_whole_process_group(ws):

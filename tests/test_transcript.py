@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent import Session, run_task
+from agent import Session, build_session
 from harness.model.client import Reply
 from harness.cli.config import Config
 from tools import Workspace, read_file
@@ -34,9 +34,9 @@ def recorded_session(tmp_path, *replies, task="read a.txt", tokens=32_000) -> tu
     path = tmp_path / "state" / "t.jsonl"
     path.parent.mkdir(exist_ok=True)
     transcript = Transcript.create(path, {"model": "m", "base_url": "http://h/v1"}, secret=KEY)
-    session = Session(Config(model="m", context_tokens=tokens), Model(*replies), Workspace(tmp_path, secret=KEY),
+    session = build_session(Config(model="m", context_tokens=tokens), Model(*replies), Workspace(tmp_path, secret=KEY),
                       transcript=transcript)
-    run_task(session, task)
+    session.run(task)
     return session, path
 
 
@@ -48,9 +48,8 @@ def test_every_message_and_event_is_a_line(tmp_path):
     header = entries[0]
     assert header["program"] == "plainagent" and header["model"] == "m" and header["base_url"] == "http://h/v1"
     assert header["version"] and header["started"]
-    assert [entry["message"] for entry in entries if entry["type"] == "message"] == session.messages
-    assistant = entries[4]
-    assert assistant["calls"] == ["read_file"] and entries[8]["calls"] == []
+    assert [entry["message"] for entry in entries if entry["type"] == "message"] == session.history.messages
+    assert entries[4]["message"]["content"] == 'Looking.\ntool: read_file({"path": "a.txt"})'
     output = read_file(Workspace(tmp_path), "a.txt")
     assert entries[6]["results"] == {"calls": [{"name": "read_file", "args": {"path": "a.txt"}, "ok": True,
                                                 "bytes": len(output.encode()), "lines": len(output.splitlines())}],
@@ -190,8 +189,8 @@ def test_a_failing_disk_is_said_once(tmp_path):
 def test_a_finished_session_reads_back_as_it_was(tmp_path):
     session, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
     loaded = load(path)
-    assert loaded.messages == session.messages[1:]
-    assert loaded.results == session.context.results and loaded.cut_off_calls == [] and loaded.warnings == []
+    assert loaded.messages == session.history.messages[1:]
+    assert loaded.results == session.history.results and loaded.warnings == []
 
 
 def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
@@ -199,9 +198,9 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
     with open(path, "ab") as file:
         file.write(b'{"type": "message", "message": {"role": "user", "content": "half a li')
     loaded = load(path)
-    assert loaded.messages == session.messages[1:]
+    assert loaded.messages == session.history.messages[1:]
     assert loaded.warnings == [f"{path}: the last line is incomplete (the session ended while writing it); skipped."]
-    session.transcript.close()
+    session.history.transcript.close()
     Transcript.reopen(path, {"model": "m"})[0].close()
     assert path.read_bytes().count(b"half a li\n") == 1  # ended, so the next line starts on its own
     assert lines_of_tolerant(path)[-1]["type"] == "resumed"
@@ -224,7 +223,18 @@ def test_calls_cut_off_before_their_results_are_reported(tmp_path):
     cut = next(i for i, line in enumerate(lines) if '"type": "tool"' in line)
     path.write_text("".join(lines[:cut]))  # killed while the tool ran
     loaded = load(path)
-    assert loaded.cut_off_calls == ["read_file"] and loaded.messages[-1]["role"] == "assistant"
+    assert loaded.messages[-1] == {"role": "assistant", "content": 'tool: read_file({"path": "a.txt"})'}
+    resumed = build_session(Config(model="m"), Model(), Workspace(tmp_path))
+    resumed.resume(loaded)  # the model hears, with the next task, that its last calls may not have run
+    assert resumed.notes == ["The previous run of this session stopped abruptly (it was killed or crashed). The tool "
+                             "calls in your last reply may not all have run."]
+
+
+def test_a_session_that_ended_with_an_answer_resumes_without_a_note(tmp_path):
+    _, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    resumed = build_session(Config(model="m"), Model(), Workspace(tmp_path))
+    resumed.resume(load(path))
+    assert resumed.notes == [] and resumed.history.messages[1:] == load(path).messages
 
 
 def test_a_lost_middle_line_leaves_a_marked_gap_not_two_turns_glued(tmp_path):

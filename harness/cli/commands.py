@@ -1,4 +1,4 @@
-"""The REPL's slash commands: /help, /reset, /undo, /tokens, /model, /mode, /compact, /exit.
+"""The REPL: its loop, and its slash commands (/help, /reset, /undo, /tokens, /model, /mode, /compact, /exit).
 
 A command is one function: its name after the slash is the command, its docstring the help line, and what
 it returns is the line shown to the user (on stderr, like all activity). Commands act on the session between
@@ -8,6 +8,41 @@ tasks; the model hears of what changed its world (an undone write) with the next
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
+
+from harness.cli.config import is_text
+from harness.cli.display import log
+from harness.cli.terminal import TaskReader
+from harness.sandbox.permissions import describe
+
+
+def repl(session, attempt: Callable[[object, str], int]) -> int:
+    """Read tasks and slash commands until the user leaves; `attempt(session, task)` runs a task (agent.py)."""
+    mode = session.tools.permissions.mode
+    log(f"plainagent: {session.config.model} at {session.model.client.url}, workspace {session.tools.workspace.root}, "
+        f"mode {mode} ({describe(mode)})\n"
+        + "".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
+                  for given in session.instructions)
+        + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
+    tasks = TaskReader()
+    while True:
+        try:
+            task = tasks.read()
+        except KeyboardInterrupt:  # stdin is a script, not a person: stop, as a pipeline would
+            print(file=sys.stderr)
+            return 130
+        if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
+            return 0
+        if not is_text(task):
+            log("plainagent: that line is not UTF-8 text, so it was not sent.")
+        elif not is_command(task):
+            attempt(session, task)
+        else:
+            try:
+                log(run_slash_command(session, task))  # /help, /undo, /reset, /tokens, /model, /mode, /compact
+            except LeaveSession:
+                return 0
 
 
 class LeaveSession(Exception):
@@ -19,7 +54,7 @@ def is_command(line: str) -> bool:
     return re.fullmatch(r"/[A-Za-z]+(\s.*)?", line, re.DOTALL) is not None
 
 
-def run_command(session, line: str) -> str:
+def run_slash_command(session, line: str) -> str:
     """Run one slash command; returns what to show. An unknown command gets the list of known ones."""
     name, _, argument = line.strip().partition(" ")
     command = COMMANDS.get(name[1:].lower())
@@ -35,17 +70,14 @@ def help(session, argument: str) -> str:
 
 def reset(session, argument: str) -> str:
     """/reset: start a new conversation (same model and settings; files and /undo stay as they are)."""
-    del session.messages[1:]  # the system prompt stays
-    session.context.results = {}
+    session.history.reset()
     session.notes.clear()
-    # Recorded as a compaction down to the system prompt, so --resume carries on from the new conversation.
-    session.transcript.write("compaction", done=["/reset"], before=0, after=0, messages=session.messages, results={})
     return "New conversation: the model remembers nothing of the earlier tasks."
 
 
 def undo(session, argument: str) -> str:
     """/undo: put back the file the agent's last write changed, byte for byte; again for the write before."""
-    undone = session.workspace.undo()  # one line, for the user and the model alike
+    undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
         session.notes.append(f"The user ran /undo: {undone}")
     return undone
@@ -53,7 +85,7 @@ def undo(session, argument: str) -> str:
 
 def tokens(session, argument: str) -> str:
     """/tokens: the requests and tokens of this session so far, and whether the server reported them."""
-    counts, n_requests, n_estimated = session.tokens, session.n_requests, session.n_estimated
+    counts, n_requests, n_estimated = session.model.tokens, session.model.n_requests, session.model.n_estimated
     if not n_requests:
         return "No requests yet."
     which = ("as the server reported them" if not n_estimated else "estimated: the server reported none"
@@ -65,10 +97,10 @@ def tokens(session, argument: str) -> str:
 def model(session, argument: str) -> str:
     """/model NAME: use model NAME for the next requests (without NAME: say which is in use)."""
     if not argument:
-        return f"The model is {session.client.model}. /model NAME changes it."
+        return f"The model is {session.model.client.model}. /model NAME changes it."
     if any(char.isspace() or not char.isprintable() for char in argument):
         return f"Not changed: a model name has no spaces ({argument!r})."
-    session.client.model = session.config.model = argument
+    session.model.client.model = session.config.model = argument
     return f"The next requests go to {argument}."
 
 
@@ -80,7 +112,7 @@ def mode(session, argument: str) -> str:
 def compact(session, argument: str) -> str:
     """/compact: shrink the history now: older tool results become stubs, older turns a summary."""
     try:
-        return session.context.compact(force=True) or "Nothing to compact yet."
+        return session.history.compact(force=True) or "Nothing to compact yet."
     except KeyboardInterrupt:
         return "Interrupted; the history is unchanged."
 

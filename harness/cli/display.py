@@ -16,6 +16,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from harness.cli.terminal import escape
@@ -258,8 +259,13 @@ def log(line: str) -> None:
     print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
 
 
-def describe_tokens(session) -> str:
-    """'(1,200 prompt + 300 completion tokens so far)', saying which counts are our estimates."""
-    tokens, n_estimated = session.tokens, session.n_estimated
-    which = "" if not n_estimated else ", estimated" if n_estimated == session.n_requests else ", partly estimated"
+def indented(log: Callable[[str], None]) -> Callable[[str], None]:
+    """A log whose lines stand under the parent's: a sub-agent's activity, under its delegate call."""
+    return lambda line: log("\n".join("    " + part for part in line.split("\n")))
+
+
+def describe_tokens(model) -> str:
+    """'(1,200 prompt + 300 completion tokens so far)' for a model/model.py Model, saying which are estimates."""
+    tokens, n_estimated = model.tokens, model.n_estimated
+    which = "" if not n_estimated else ", estimated" if n_estimated == model.n_requests else ", partly estimated"
     return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"

@@ -92,3 +92,12 @@ def read_instructions(path: Path, shown: str, source: str, log: Callable[[str], 
         text = text.rstrip() + (f"\n\n(The rest of {shown} was cut: plainagent reads the first {MAX_BYTES:,} bytes "
                                 f"of {size:,}.)")
     return Instructions(shown, source, text.strip(), note)
+
+
+def warn_if_large(instructions: list[Instructions], history, log: Callable[[str], None]) -> None:
+    """Say so when the system prompt with these instructions takes more than a quarter of the budget
+    (history/context.py `Context`): every request carries it, and no compaction can shrink it."""
+    size, budget = history.budget.estimate(history.messages[:1]), history.budget.tokens
+    if instructions and size > budget // 4:
+        log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "
+            f"{size:,} of the {budget:,}-token context budget; shorten it, or raise --context-tokens.")

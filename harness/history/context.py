@@ -1,7 +1,8 @@
-"""The context budget: how large a request may grow, and how the history is compacted to stay inside it.
+"""The history seam as a session uses it: the conversation kept inside a token budget, and recorded.
 
 Every request resends the whole history, so without a budget a session soon passes the model's window and
-every request after that fails. `Context` keeps the messages (the one list the loop appends to) and:
+every request after that fails. `Context` has the bare history's `messages`, `add` and `add_results`
+(agent.py `History`), records every message in the transcript as it is added (so --resume can carry on), and:
   - estimates each request's size in tokens before it goes out (`budget.py`: UTF-8 bytes, calibrated with
     the server's `usage.prompt_tokens`);
   - cuts one reply's results to RESULTS_SHARE of what the system prompt leaves, keeping head and tail;
@@ -10,36 +11,37 @@ every request after that fails. `Context` keeps the messages (the one list the l
          the latest results stay whole;
       2. if that is not enough, the older turns become one summary, written by one model call with its own
          short prompt (cut to SUMMARY_SHARE of the budget); the recent turns stay verbatim;
-      3. if it still does not fit, the current task's results are cut further, newest first (or stubbed
-         with a note to ask for less); no request estimated past COMPACT_AT of the budget is sent;
+      3. if it is still past COMPACT_AT, the current task's results are cut further, newest first (or
+         stubbed with a note to ask for less), as far as they go: what is left past COMPACT_AT is the model's
+         own words and the task's, kept whole; a request estimated past the whole budget is not sent;
     a compaction that would not shrink the history is dropped;
     the system prompt and the current task's message are never changed, and the model's own words are kept
-    over tool output. After a compaction the history is again only appended to, so prompt caches hit again;
+    over tool output. Between compactions the history is only appended to, so providers' prompt caches
+    keep hitting (the other rewrites: /reset, and /mode, which replaces the system prompt);
   - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
     window: lowers the budget to the limit the message states, cuts the current results to the new share,
     compacts, and sends the same turn again;
   - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
-Nothing here talks to the terminal: lines for the user go to `log`, records to the transcript.
+`fit` and `refused` are called around each request by the model's armour (model/model.py). Nothing here talks
+to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from harness.history.budget import COMPACT_AT, Budget, window_refusal
-from harness.model.client import ChatError, Reply
-from prompt import render_result, render_results
 from harness.history.transcript import Transcript
+from harness.model.replies import ChatError, Reply
+from harness.parser.toolcalls import CallResult
+from prompt import render_result, render_results
 
 COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away
 RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verbatim may take
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
 RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
-MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
 REREADABLE = {"read_file", "list_files", "search_files"}  # tools that only read: calling again gets the output back
 
 # The words the model reads about compaction (kept here, next to what they describe).
@@ -61,16 +63,6 @@ CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines
             "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
             "limit, a narrower search, a command with less output.)\n")
 
-@dataclass
-class CallResult:
-    """One call's outcome, as `run_calls` reports it; rendered for the model by prompt.render_result."""
-
-    name: str
-    args: dict
-    ok: bool
-    output: str
-    seconds: float = 0.0
-
 
 # --- the history, kept inside the budget ---
 
@@ -78,17 +70,18 @@ class CallResult:
 class Context:
     """The conversation as the model is sent it, with the bookkeeping that keeps it inside the budget.
 
-    `messages` is the loop's list (shared, only ever appended to, except by a compaction); `results`
-    remembers, for each results message, the calls behind it (never sent), so compaction can stub them.
+    `messages` is the list the loop sends (appended to; rewritten in place only by a compaction, /reset and
+    /mode); `results` remembers, for each results message, the calls behind it (never sent), so compaction
+    can stub them.
     """
 
-    def __init__(self, messages: list[dict], tokens: int, chat: Callable[[list[dict]], Reply],
+    def __init__(self, messages: list[dict], tokens: int, summarize_with: Callable[[list[dict]], Reply] | None = None,
                  transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None):
         self.messages = messages
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
         self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
-        self.chat_function = chat
+        self.summarize_with = summarize_with  # the model call that writes a summary (Model.quiet); None: no summaries
         self.transcript = transcript or Transcript()
         self.log = log
 
@@ -110,37 +103,53 @@ class Context:
         self.outputs[len(self.messages)] = (results, notes)
         self.add("user", render_fitted(results, notes, self.results_room()), results=record)
 
+    def take_up(self, messages: list[dict], results: dict[int, dict], tokens: int | None) -> None:
+        """Carry on a resumed session (--resume): its messages after the system prompt, the calls behind its
+        results, and the budget it learnt from a server's window, if lower than ours."""
+        self.messages[1:], self.results = messages, results
+        if tokens:
+            self.budget.tokens = min(tokens, self.budget.tokens)
+
+    def reset(self) -> None:
+        """Forget the conversation but the system prompt (/reset). Recorded as a compaction down to the system
+        prompt, so --resume carries on from the new conversation."""
+        del self.messages[1:]
+        self.results, self.outputs = {}, {}
+        self.transcript.write("compaction", done=["/reset"], before=0, after=0, messages=self.messages, results={})
+
     def results_room(self) -> int:
         """Bytes one reply's results may take: RESULTS_SHARE of what the budget leaves beside the system prompt."""
         free = self.budget.tokens - self.budget.estimate(self.messages[:1])
         return max(int(RESULTS_SHARE * free * self.budget.bytes_per_token), 0)
 
-    def chat(self) -> Reply:
-        """One model call that fits the window: compact first if needed; a refusal for length lowers the
-        budget, compacts and sends the same turn again (MAX_REFUSALS times at most)."""
-        for n_refusals in range(MAX_REFUSALS + 1):
-            self.compact()
-            self.fit_request()
-            started = time.monotonic()
-            try:
-                reply = self.chat_function(self.messages)
-            except ChatError as error:
-                is_refusal, limit = window_refusal(error)
-                if not is_refusal:
-                    raise
-                if n_refusals == MAX_REFUSALS:
-                    self.check_task_fits(self.budget.tokens)
-                    raise ChatError(f"{error} The history was compacted to about "
-                                    f"{self.budget.estimate(self.messages):,} tokens and still does not fit; start "
-                                    "a new session, or give a smaller --context-tokens.") from None
-                self.lower_budget(error, limit)
-                continue
-            self.transcript.write("request", usage=reply.usage, seconds=round(time.monotonic() - started, 3),
-                                  estimate=self.budget.estimate(self.messages))
-            if warning := self.budget.calibrate(self.messages, reply.usage):
-                self.log(f"plainagent: {warning}")
-            return reply
-        raise AssertionError("unreachable: the last refusal raises")
+    def fit(self) -> None:
+        """Before each request (model.py calls it): compact if the request would pass COMPACT_AT of the
+        budget, then cut the current task's results if it still does."""
+        self.compact()
+        self.fit_request()
+
+    def refused(self, error: ChatError, last: bool = False) -> bool:
+        """After a failed request: True if it was a refusal for length, now survived (the budget lowered to
+        the window the server states, the history fitted to it), so the same turn can be sent again; False
+        for any other failure. `last`: no more tries are left, so the refusal is the task's end, in one line."""
+        is_refusal, limit = window_refusal(error)
+        if not is_refusal:
+            return False
+        if last:
+            self.check_task_fits(self.budget.tokens)
+            raise ChatError(f"{error} The history was compacted to about {self.budget.estimate(self.messages):,} "
+                            "tokens and still does not fit; start a new session, or give a smaller "
+                            "--context-tokens.") from None
+        self.lower_budget(error, limit)
+        self.fit()
+        return True
+
+    def answered(self, reply: Reply, seconds: float) -> None:
+        """After a request that was answered: record it, and learn the server's bytes per token from it."""
+        self.transcript.write("request", usage=reply.usage, seconds=round(seconds, 3),
+                              estimate=self.budget.estimate(self.messages))
+        if warning := self.budget.calibrate(self.messages, reply.usage):
+            self.log(f"plainagent: {warning}")
 
     def lower_budget(self, error: ChatError, limit: int | None) -> None:
         self.budget.refused(self.messages, limit)
@@ -240,7 +249,9 @@ class Context:
         """One model call, with its own prompt, that sums up the turns in `text`; a fallback if it fails."""
         request = [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": text}]
         try:
-            reply = self.chat_function(request)
+            if self.summarize_with is None:
+                raise ChatError("no model to write it")
+            reply = self.summarize_with(request)
         except ChatError as error:
             return f"(No summary could be written: {error}) The replaced turns ended:\n…{text[-1500:]}"
         summary = re.sub(r"(?s)\A\s*<think>.*?</think>", "", reply.text).strip()

@@ -119,14 +119,18 @@ def lock(fd: int) -> bool:
 def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded | None]:
     """The transcript this run writes, and the history to resume (None for a new session).
 
-    `config` is agent.Config: --resume ("" for the latest of the workspace, or a file), --log, and what the
-    first line records. The API key is only used to keep its value out of the file.
+    `config` is cli/config.py's Config: --resume ("" for the latest of the workspace, or a file), --log, and
+    what the first line records. The API key is only used to keep its value out of the file.
     """
     header = {"model": config.model, "base_url": config.base_url, "workspace": str(config.workspace),
               "context_tokens": config.context_tokens}
     if config.resume is not None:
         path = Path(config.resume) if config.resume else latest_session(config.workspace)
-        return Transcript.reopen(path, header, secret=config.api_key, log=log)
+        transcript, loaded = Transcript.reopen(path, header, secret=config.api_key, log=log)
+        for warning in loaded.warnings:
+            log(f"plainagent: {warning}")
+        log(f"Resumed {loaded.path} ({len(loaded.messages)} messages).")
+        return transcript, loaded
     path = config.log or new_session_path(config.workspace)
     return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None
 
@@ -267,7 +271,6 @@ class Loaded:
     messages: list[dict] = field(default_factory=list)  # user and assistant messages, in order
     results: dict[int, dict] = field(default_factory=dict)  # index (with the system prompt at 0) -> calls behind it
     context_tokens: int | None = None  # the budget, if the session lowered it (a server's window)
-    cut_off_calls: list[str] = field(default_factory=list)  # calls of the last reply whose results never came
     warnings: list[str] = field(default_factory=list)
 
 
@@ -284,7 +287,7 @@ def load(path: Path) -> Loaded:
                               "header); name a file written by plainagent, or use --resume alone for the latest.")
     loaded = Loaded(path, header)
     # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
-    messages, results, calls = [{"role": "system", "content": ""}], {}, [[]]
+    messages, results = [{"role": "system", "content": ""}], {}
     for number, raw in enumerate(lines[1:], start=2):
         entry = parse_line(raw)
         if entry is None:
@@ -297,17 +300,13 @@ def load(path: Path) -> Loaded:
         kind = entry.get("type")
         if kind == "message" and is_message(entry.get("message")) and entry["message"]["role"] != "system":
             messages.append(entry["message"])
-            calls.append(entry.get("calls") or [])
             if isinstance(entry.get("results"), dict):
                 results[len(messages) - 1] = entry["results"]
         elif kind == "compaction" and isinstance(entry.get("messages"), list):
             messages = [m for m in entry["messages"] if is_message(m)]
-            calls = [[] for _ in messages]
             results = {int(index): record for index, record in (entry.get("results") or {}).items()}
         elif kind == "budget" and isinstance(entry.get("tokens"), int):
             loaded.context_tokens = entry["tokens"]
-    if messages and messages[-1]["role"] == "assistant":
-        loaded.cut_off_calls = calls[-1]
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
 

@@ -48,6 +48,23 @@ class Reply:
     reasoning: str = ""  # reasoning the server sent apart from the text (reasoning_content): shown, never sent back
     streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
 
+    def no_answer(self, text: str) -> str | None:
+        """Why this reply, which calls no tool, is no answer (`text` is what it says, reasoning left out); None
+        when it is one. A reply cut off, filtered, or holding only reasoning must not be taken as done."""
+        if self.finish_reason == "length":
+            return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
+                    "on, or to answer more briefly.")
+        if self.finish_reason == "content_filter":
+            return "The provider's content filter stopped the answer, so it is incomplete."
+        if self.native_calls:  # the model meant to act, in a format we do not read: its text is no answer
+            return (f"The model answered with a native function call ({', '.join(self.native_calls)}) instead of "
+                    "a `tool:` line, which is all plainagent reads. Try again, or try a model that follows the "
+                    "system prompt.")
+        if not text.strip():
+            what = "only reasoning" if self.text.strip() or self.reasoning.strip() else "empty"
+            return f"The model's reply was {what}: there is no answer. Try again, or try another model."
+        return None
+
 
 # --- reading a completion: every field the server sends is checked before use ---
 

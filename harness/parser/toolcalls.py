@@ -60,6 +60,18 @@ class ToolCall:
 class BadCall:
     problem: str  # what could not be read, in a sentence for the model
     name: str = "?"
+    args: dict = field(default_factory=dict)  # none could be read
+
+
+@dataclass
+class CallResult:
+    """One call's outcome, as the tools report it; prompt.render_result frames it for the model."""
+
+    name: str
+    args: dict
+    ok: bool
+    output: str
+    seconds: float = 0.0
 
 
 @dataclass

@@ -1,25 +1,107 @@
-"""How search_files finds and reads the files it searches, and how it is bounded in time.
+"""Finding files: what list_files shows of a big tree, what search_files searches, and names close to a missing one.
 
-Helpers of the `search_files` tool in tools.py (its docstring, what the model reads, stays there): which
-files a search covers and which it names as skipped, globs where `**/` may match no folder, a file's lines
-with the API key redacted before any pattern runs on them, and a time limit that can stop a regular
-expression in the middle of one catastrophic match.
+Helpers of the `list_files` and `search_files` tools in tools.py (their docstrings, what the model reads, stay
+there): a big tree shown by whole levels from the top, so one huge folder deep down cannot hide the rest; an
+empty listing that says why it is empty; which files a search covers and which it names as skipped; globs where
+`**/` may match no folder; a file's lines with the API key redacted before any pattern runs on them; a time
+limit that can stop a regular expression in the middle of one catastrophic match; and, for a missing path,
+the existing paths closest to it (bounded: it runs on every miss, and a workspace may be a home directory).
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import itertools
+import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from harness.sandbox.edits import BINARY_SNIFF_BYTES, BOM, split_lines
-from harness.sandbox.workspace import ToolError, Workspace
+from harness.sandbox.workspace import Entry, IgnoreRules, ToolError, Workspace
 
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better
+LIST_MAX_ENTRIES = 400  # entries per list_files call
+SUGGEST_MAX_ENTRIES = 5000  # paths compared when suggesting a close name for a missing one
+SUGGEST_MAX_SECONDS = 0.5  # it runs on every missing path: a hint must not cost more than the call
+
+
+# --- list_files ---
+
+
+def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
+    """The entries to show under `top`, whole levels from the top while they fit in LIST_MAX_ENTRIES, and a
+    line saying what was left out ("" if nothing). One big folder deep down cannot hide the rest."""
+    entries = ws.walk(top)  # breadth-first: all of a level before the next
+    shown: list[Entry] = []  # the complete levels so far
+    level: list[Entry] = []  # the level being read
+    depth = 1
+    for entry in entries:
+        entry_depth = len(entry.path.relative_to(top).parts)
+        if entry_depth != depth:
+            shown, level, depth = shown + level, [], entry_depth
+        level.append(entry)
+        if len(shown) + len(level) > LIST_MAX_ENTRIES:
+            break
+    else:
+        return shown + level, ""
+    if depth == 1:  # the folder itself holds too many: show its folders, then as many files as fit
+        level += itertools.takewhile(lambda entry: len(entry.path.relative_to(top).parts) == 1, entries)
+        # Folders first: 3,000 data files must not hide src/ and tests/, the tree's structure.
+        kept = sorted(level, key=lambda entry: not entry.is_dir)[:LIST_MAX_ENTRIES]
+        return kept, (f"... and {len(level) - len(kept):,} more entries here, not shown (find one with "
+                      "search_files' glob, or list a subdirectory)")
+    levels = "level" if depth == 2 else f"{depth - 1} levels"
+    return shown, (f"(only the top {levels}: the tree has more than {LIST_MAX_ENTRIES} entries; list a "
+                   "directory to see inside it)")
+
+
+def nothing_shown(ws: Workspace, full: Path, path: str) -> str:
+    """Why a listing is empty: the folder is, or everything in it is left out (never "empty" then)."""
+    with os.scandir(full) as scan:
+        n_entries = sum(1 for _ in scan)
+    if not n_entries:
+        return f"({path} is empty)"
+    entries = "1 entry, but it is" if n_entries == 1 else f"{n_entries:,} entries, but all are"
+    why = [f"({path} holds {entries} left out: dependency and cache folders, and what "
+           ".gitignore names."]
+    if IgnoreRules(ws.root).negations_skipped:
+        why.append("This folder is not in a git repository, so the lines of .gitignore that start with ! are "
+                   "not read, and its other lines hide everything.")
+    why.append("Use run_command with ls -a to see them.)")
+    return " ".join(why)
+
+
+def suggest_paths(ws: Workspace, path: str) -> str:
+    """A hint naming existing paths close to a missing one. Bounded (entries and time): it runs on every
+    miss, and a workspace may be a home directory."""
+    known, deadline = [], time.monotonic() + SUGGEST_MAX_SECONDS
+    for entry in ws.walk(ws.root):  # breadth-first, so the paths nearest the root are compared first
+        if len(known) >= SUGGEST_MAX_ENTRIES or time.monotonic() > deadline:
+            break
+        if not entry.note:
+            known.append(ws.relative(entry.path))
+    wanted = Path(path).name
+    close = [name for name in known if Path(name).name == wanted]
+    close += [name for name in difflib.get_close_matches(path, known, n=3, cutoff=0.6) if name not in close]
+    if close:
+        return "Did you mean: " + ", ".join(close[:3]) + "?"
+    return "Use list_files to see what exists."
+
+
+def capped(lines: list[str], limit: int, rest: str) -> str:
+    """The first `limit` lines, then one saying how many more there are and how to see them."""
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... and {len(lines) - limit} more {rest}"]
+    return "\n".join(lines)
+
+
+# --- search_files ---
+
 
 
 def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,

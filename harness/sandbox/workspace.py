@@ -115,7 +115,6 @@ class Workspace:
     secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
-    subagent: Callable[[str], str] | None = None  # runs a delegate call's task: set by agent.Session (the loop)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()

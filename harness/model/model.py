@@ -1,0 +1,86 @@
+"""The model seam as a session uses it: `Client.chat(messages) -> Reply`, with the armour a person needs around it.
+
+The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `Model` has the same
+`chat(messages) -> Reply`, so the loop cannot tell the two apart, and adds:
+  - the reply shown as it streams in, with a spinner until its first byte (cli/display.py `LiveReply`);
+  - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
+    none (llama.cpp's server sends none in a stream), so /tokens never says 0 for a session that cost tokens;
+  - the history fitted to the token budget before each request, and a server's refusal for length survived:
+    the history shrinks to the window the refusal states and the same turn is asked again, at most
+    MAX_REFUSALS times (the work itself is the history's: history/context.py `Context.fit`, `.refused`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
+from harness.model.client import ChatError, Client
+from harness.model.replies import Reply
+
+if TYPE_CHECKING:  # for the annotations only: the history module does not need to load for this one
+    from harness.cli.display import LiveReply
+    from harness.history.context import Context
+
+MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
+
+
+class Model:
+    """The client, shown, counted, and kept inside the window; `chat(messages) -> Reply` like the client's."""
+
+    def __init__(self, client: Client, display: LiveReply | None = None, history: Context | None = None,
+                 tokens: dict | None = None):
+        self.client = client
+        self.display = display  # shows each turn's reply as it streams in; None shows nothing
+        self.history = history  # fitted before each request, and told of each reply; None: neither
+        # The session's count; a sub-agent adds to its parent's, since the user pays for both.
+        self.tokens = tokens if tokens is not None else {"prompt_tokens": 0, "completion_tokens": 0}
+        self.n_requests = 0  # model calls so far
+        self.n_estimated = 0  # model calls whose tokens we estimated: the server reported none
+
+    def chat(self, messages: list[dict]) -> Reply:
+        """One turn: `messages` is the history's own list, which fitting it to the budget changes in place."""
+        for n_refusals in range(MAX_REFUSALS + 1):
+            if self.history is not None:
+                self.history.fit()  # compacts first if this request would not fit the budget
+            started = time.monotonic()
+            try:
+                reply = self.shown(messages)
+            except ChatError as error:  # a refusal for length shrinks the history, and the turn is asked again
+                if self.history is None or not self.history.refused(error, last=n_refusals == MAX_REFUSALS):
+                    raise
+                continue
+            self.count(messages, reply)
+            if self.history is not None:
+                self.history.answered(reply, time.monotonic() - started)
+            return reply
+        raise AssertionError("unreachable: the last refusal raises")
+
+    def quiet(self, messages: list[dict]) -> Reply:
+        """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
+        reply = self.client.chat(messages)
+        self.count(messages, reply)
+        return reply
+
+    def shown(self, messages: list[dict]) -> Reply:
+        if self.display is None:
+            return self.client.chat(messages)
+        self.display.start()
+        try:
+            return self.client.chat(messages, self.display.show)
+        finally:  # also when interrupted: the next line starts on a line of its own
+            self.display.finish()
+
+    def count(self, messages: list[dict], reply: Reply) -> None:
+        """Add a call's tokens to the count: the server's, or our estimate when it reports none."""
+        self.n_requests += 1
+        usage = reply.usage if isinstance(reply.usage, dict) else {}
+        if not isinstance(usage.get("prompt_tokens"), int):
+            self.n_estimated += 1
+            per_token = self.history.budget.bytes_per_token if self.history is not None else BYTES_PER_TOKEN
+            usage = {"prompt_tokens": round(size_in_bytes(messages) / per_token),
+                     "completion_tokens": round(len(reply.text.encode("utf-8", errors="replace")) / per_token)}
+        for key in self.tokens:
+            value = usage.get(key)
+            self.tokens[key] += value if isinstance(value, int) else 0

@@ -1,0 +1,55 @@
+"""The skeleton stands alone: agent.py's loop with bare parts — a client without streaming or retries, a toolbox
+that asks nothing, a history that is a plain list — finishes a real task against a local endpoint on a real
+socket. This is the path the README's tour walks; everything in harness/ is armour around it."""
+
+import inspect
+
+from fake_endpoint import FakeEndpoint
+from frames import read_results
+
+import agent
+from agent import History, run_task
+from harness.model.client import Client
+from harness.sandbox.workspace import Workspace
+from prompt import render_system_prompt
+from tools import TOOLS, Toolbox
+
+
+def test_the_loop_with_bare_parts_fixes_a_file_against_a_real_endpoint(tmp_path):
+    (tmp_path / "app.py").write_bytes(b"print('helo')\r\n")  # CRLF: the edit keeps it
+    script = ['Let me look.\ntool: read_file({"path": "app.py"})',
+              'tool: edit_file({"path": "app.py", "old_str": "helo", "new_str": "hello"})',
+              "Fixed the typo in app.py."]
+    with FakeEndpoint(script) as endpoint:
+        model = Client(endpoint.url, None, "some-model", stream=False, max_retries=0)
+        tools = Toolbox(Workspace(tmp_path))
+        history = History(render_system_prompt(TOOLS))
+        answer = run_task("Fix the typo in app.py.", model, tools, history)
+    assert answer == "Fixed the typo in app.py."
+    assert (tmp_path / "app.py").read_bytes() == b"print('hello')\r\n"
+    assert [message["role"] for message in history.messages] == [
+        "system", "user", "assistant", "user", "assistant", "user", "assistant"]
+    assert history.messages[2]["content"] == script[0]  # the model's own calls stay in the history
+    assert read_results(history.messages[5]["content"])[0]["output"].startswith("Edited app.py")
+    # What went over the wire is the history as it was at each step: plain JSON, every message each time.
+    sent = [request.body for request in endpoint.received]
+    assert [body["messages"] for body in sent] == [history.messages[:2], history.messages[:4], history.messages[:6]]
+    assert all(body["model"] == "some-model" and "stream" not in body for body in sent)
+
+
+def test_a_failing_call_is_a_result_the_model_reads_not_a_crash(tmp_path):
+    with FakeEndpoint(['tool: read_file({"path": "missing.py"})', "There is no missing.py."]) as endpoint:
+        history = History("SYSTEM")
+        answer = run_task("Read missing.py.", Client(endpoint.url, None, "m", max_retries=0),
+                          Toolbox(Workspace(tmp_path)), history)
+    assert answer == "There is no missing.py."
+    assert read_results(history.messages[3]["content"]) == [
+        {"tool": "read_file", "ok": False, "output": "missing.py does not exist. Use list_files to see what exists."}]
+
+
+def test_the_loop_is_short_and_talks_to_the_four_seams_only():
+    """run_task and run_calls together stay under 60 lines, and use nothing of the session's armour."""
+    source = inspect.getsource(agent.run_task) + inspect.getsource(agent.run_calls)
+    assert len(source.splitlines()) <= 60
+    for armour in ("session", "context", "transcript", "budget", "display", "permissions", "workspace", "log("):
+        assert armour not in source
