@@ -32,6 +32,7 @@ from pathlib import Path
 if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
 
+import prompt  # every word the model reads
 from harness.cli.commands import repl
 from harness.cli.config import Config, ConfigError, load_config, parse_args, read_task
 from harness.cli.display import LiveReply, describe_tokens, indented, log
@@ -46,8 +47,6 @@ from harness.parser.toolcalls import BadCall, CallResult, ParsedReply, ToolCall,
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
 from harness.sandbox.permissions import Permissions, describe
 from harness.sandbox.workspace import ToolError, Workspace
-from prompt import (FORMAT_LIMIT, INTERRUPTED, NOT_RUN, REPEATED, STEP_LIMIT, SUBAGENT_TASK, render_result,
-                    render_results, render_system_prompt)
 from tools import TOOLS, Toolbox
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
@@ -73,7 +72,7 @@ def run_task(task: str, model: Model, tools: Toolbox, history: History, max_step
             run_calls(parsed.calls, tools, watch, results)
         finally:  # interrupted too: the calls that ran keep their results, and roles keep alternating
             history.add_results(results, parsed.notes)
-    raise TaskStopped(STEP_LIMIT.format(n=max_steps))
+    raise TaskStopped(prompt.STEP_LIMIT.format(n=max_steps))
 
 
 def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watch: Watch, results: list[CallResult]) -> None:
@@ -83,11 +82,11 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watch: Watch, res
         try:
             result = tools.run(call, refusal=watch.repeated(call))
         except KeyboardInterrupt:
-            results += [CallResult(later.name, later.args, False, INTERRUPTED) for later in calls[index:]]
+            results += [CallResult(later.name, later.args, False, prompt.INTERRUPTED) for later in calls[index:]]
             raise
         results.append(result)
         if not result.ok:
-            results += [CallResult(later.name, later.args, False, NOT_RUN) for later in calls[index + 1:]]
+            results += [CallResult(later.name, later.args, False, prompt.NOT_RUN) for later in calls[index + 1:]]
             return
 
 
@@ -110,7 +109,7 @@ class History:
 
     def add_results(self, results: list[CallResult], notes: list[str]) -> None:
         """One user message answers a reply: its notes, then one framed result per call, in order."""
-        self.add("user", render_results([render_result(r.name, r.ok, r.output) for r in results], notes))
+        self.add("user", prompt.render_results([prompt.render_result(r.name, r.ok, r.output) for r in results], notes))
 
 
 class Watch:
@@ -124,14 +123,14 @@ class Watch:
     def check(self, calls: list[ToolCall | BadCall]) -> None:
         self.n_unreadable = self.n_unreadable + 1 if isinstance(calls[0], BadCall) else 0
         if self.n_unreadable >= MAX_FORMAT_ERRORS:
-            raise TaskStopped(FORMAT_LIMIT.format(n=self.n_unreadable))
+            raise TaskStopped(prompt.FORMAT_LIMIT.format(n=self.n_unreadable))
 
     def repeated(self, call: ToolCall | BadCall) -> str | None:
         if isinstance(call, BadCall):
             return None
         self.recent = (self.recent + [json.dumps([call.name, call.args], sort_keys=True)])[-MAX_REPEATS:]
         looping = len(self.recent) == MAX_REPEATS and len(set(self.recent)) == 1
-        return REPEATED.format(n=MAX_REPEATS) if looping else None
+        return prompt.REPEATED.format(n=MAX_REPEATS) if looping else None
 
 
 class TaskStopped(Exception):
@@ -211,7 +210,7 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
 
 def system_prompt(permissions: Permissions, instructions: list[Instructions]) -> str:
     """The tools the mode offers (all, or the reading ones), and AGENTS.md's rules."""
-    return render_system_prompt(permissions.tools(TOOLS), instructions)
+    return prompt.render_system_prompt(permissions.tools(TOOLS), instructions)
 
 
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
@@ -226,7 +225,7 @@ def run_subagent(parent: Session, task: str) -> str:
                            permissions, parent.instructions, SubagentTranscript(parent.history.transcript),
                            log=indented(parent.tools.log), tokens=parent.model.tokens)
     try:
-        return helper.run(SUBAGENT_TASK.format(task=task))
+        return helper.run(prompt.SUBAGENT_TASK.format(task=task))
     except KeyboardInterrupt:
         raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go "
                         "on before delegating again.") from None

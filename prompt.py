@@ -31,6 +31,10 @@ When the task is done, or you need the user, reply without a call: that is your 
 """
 
 EXAMPLE_CALL = 'tool: read_file({"path": "src/app.py"})'
+# How a JSON value's type is named: in a result for the model (a bad argument), in a line for the user (a reply
+# in a shape we cannot read).
+JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a number",
+              bool: "true or false", type(None): "null"}
 
 INSTRUCTIONS = """
 # Instructions from {source}

@@ -42,7 +42,7 @@ from harness.sandbox.search import (
 )
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import ToolError, Workspace
-from prompt import format_error
+from prompt import JSON_TYPES, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -273,15 +273,12 @@ def check_args(name: str, args: dict) -> str | None:
     for arg, value in args.items():
         expected = typing.get_args(params[arg].annotation) or (params[arg].annotation,)
         if not any(matches_type(value, kind) for kind in expected):
-            wanted = " or ".join(JSON_TYPE_NAMES[kind] for kind in expected)
-            return f"{name}: argument {arg} must be {wanted}, not {json_type_name(value)}."
+            wanted = " or ".join(JSON_TYPES[kind] for kind in expected)
+            return f"{name}: argument {arg} must be {wanted}, not {JSON_TYPES.get(type(value), 'that')}."
         if isinstance(value, str) and not value.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == value:
             return (f"{name}: argument {arg} holds a lone surrogate (a \\ud800-style escape that is half of a "
                     "character), which is not text; write the character itself.")
     return None
-
-
-JSON_TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}
 
 
 def matches_type(value, kind) -> bool:
@@ -290,12 +287,6 @@ def matches_type(value, kind) -> bool:
     if kind is int and isinstance(value, bool):  # JSON true is not a line number
         return False
     return isinstance(value, kind)
-
-
-def json_type_name(value) -> str:
-    names = {bool: "true/false", int: "an integer", float: "a number", str: "a string", list: "a list",
-             dict: "an object", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
 
 
 def run_tool(ws: Workspace, name: str, args: dict, subagent: Callable[[str], str] | None = None) -> CallResult:

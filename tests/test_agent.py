@@ -10,8 +10,8 @@ from frames import read_results
 
 import agent
 from agent import TaskStopped, build_session, main
-from harness.model.client import Reply
 from harness.cli.config import Config, ConfigError, is_local, load_config
+from harness.model.client import Reply
 from prompt import NOT_RUN
 from tools import TOOLS, Workspace
 

@@ -8,11 +8,11 @@ import pytest
 
 from harness.history import context as context_module
 from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
-from harness.model.client import ChatError, Reply
 from harness.history.context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, Context, fit_outputs
-from harness.parser.toolcalls import CallResult
 from harness.history.transcript import Transcript, load
+from harness.model.client import ChatError, Reply
 from harness.model.model import Model as SessionModel
+from harness.parser.toolcalls import CallResult
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
 

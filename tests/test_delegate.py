@@ -7,14 +7,13 @@ import pytest
 from frames import read_results
 from test_agent import ScriptedModel
 
-import agent
 from agent import SUBAGENT_MAX_STEPS, build_session
 from harness.cli.config import Config
+from harness.history.transcript import Transcript, load
 from harness.sandbox.permissions import SUBAGENT_READS
+from harness.sandbox.workspace import Workspace
 from prompt import SUBAGENT_TASK
 from tools import SUBAGENT_ANSWER_MAX, run_tool
-from harness.history.transcript import Transcript, load
-from harness.sandbox.workspace import Workspace
 
 DELEGATE = 'tool: delegate({"task": "Where is the greeting spelt?"})'
 

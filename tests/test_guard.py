@@ -4,8 +4,8 @@ the user's own rules, and the refusal reaching the model in every mode before an
 import pytest
 
 from harness.sandbox.guard import DEFAULT_RULES, denied_by, parse_rules, split_commands
-from tools import run_tool
 from harness.sandbox.workspace import Workspace
+from tools import run_tool
 
 RULE_NAMES = [rule.name for rule in DEFAULT_RULES]
 SUDO, RM, FORK, DOWNLOAD, MKFS, DD, PUSH = RULE_NAMES

@@ -6,8 +6,6 @@ import json
 import pytest
 from test_agent import make_session, results_in
 
-from agent import build_session
-
 CRLF_FILE = b'import re\r\nTHINK = re.compile(r"<think>.*?</think>")\r\n'
 EDITED = b'import re\r\nTHINK = re.compile(r"<think>.*?</think>", re.DOTALL)\r\n'
 EDIT = {"path": "strip.py", "old_str": 'r"<think>.*?</think>")', "new_str": 'r"<think>.*?</think>", re.DOTALL)'}

@@ -13,8 +13,8 @@ import pytest
 from frames import read_message
 
 import prompt
-from prompt import EXAMPLE_CALL, format_error, render_result, render_results, render_signature, render_system_prompt
 from harness.parser.toolcalls import parse_reply
+from prompt import EXAMPLE_CALL, format_error, render_result, render_results, render_signature, render_system_prompt
 from tools import TOOLS, parameters
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,9 +7,8 @@ import time
 import pytest
 from fake_endpoint import FakeEndpoint, completion, stream_events
 
-from harness.cli.config import parse_args
+from harness.cli.config import ConfigError, load_config, parse_args
 from harness.model.client import ChatError, Client
-from harness.cli.config import ConfigError, load_config
 from harness.model.stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 
 MESSAGES = [{"role": "user", "content": "hi"}]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import edits, files, search, shell
 import tools
+from harness.sandbox import edits, files, search, shell
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
@@ -812,7 +812,7 @@ def test_run_command_has_no_stdin(ws):
     ("read_file", {"path": "a", "line": 3}, "read_file has no argument line; its arguments are: path, offset, limit."),
     ("read_file", {"path": 3}, "read_file: argument path must be a string, not an integer."),
     ("read_file", {"path": "a", "offset": "10"}, "read_file: argument offset must be an integer, not a string."),
-    ("read_file", {"path": "a", "offset": True}, "read_file: argument offset must be an integer, not true/false."),
+    ("read_file", {"path": "a", "offset": True}, "read_file: argument offset must be an integer, not true or false."),
     ("search_files", {"pattern": "x", "glob": 5}, "search_files: argument glob must be a string or null, not an integer."),
     ("edit_file", {"path": "a", "old_str": None, "new_str": ""}, "edit_file: argument old_str must be a string, not null."),
 ])

@@ -9,10 +9,18 @@ from pathlib import Path
 import pytest
 
 from agent import Session, build_session
-from harness.model.client import Reply
 from harness.cli.config import Config
+from harness.history.transcript import (
+    Transcript,
+    TranscriptError,
+    latest_session,
+    load,
+    new_session_path,
+    sessions_dir,
+    state_dir,
+)
+from harness.model.client import Reply
 from tools import Workspace, read_file
-from harness.history.transcript import Transcript, TranscriptError, latest_session, load, new_session_path, sessions_dir, state_dir
 
 KEY = "sk-transcript-secret-42"
 

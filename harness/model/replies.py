@@ -16,11 +16,10 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
+from prompt import JSON_TYPES  # how a JSON value is named, for the user as for the model
+
 # Words in a 429's error code/type that mean "out of money", not "too fast": waiting will not help.
 QUOTA_WORDS = ("quota", "insufficient", "billing", "credit", "balance")
-# How a JSON value is named in an error line.
-JSON_TYPES = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
-              bool: "true or false", type(None): "null"}
 
 
 
