@@ -12,7 +12,7 @@ import agent
 from agent import TaskStopped, build_session, main
 from harness.cli.config import Config, ConfigError, is_local, load_config
 from harness.model.client import Reply
-from prompt import NOT_RUN
+from prompt import NOT_RUN, render_system_prompt
 from tools import TOOLS, Workspace
 
 
@@ -347,7 +347,7 @@ def test_a_task_stopped_after_a_call_tells_the_model_at_the_next_task(tmp_path):
 
 def test_the_session_starts_with_the_system_prompt_rendered_from_the_tools(tmp_path):
     session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
-    assert session.history.messages == [{"role": "system", "content": agent.render_system_prompt(TOOLS)}]
+    assert session.history.messages == [{"role": "system", "content": render_system_prompt(TOOLS)}]
 
 
 # --- configuration edge cases: each is one line naming what the user set ---
