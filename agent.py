@@ -28,13 +28,18 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-# Ctrl-C while the modules below load (requests takes ~0.1 s): leave without a traceback.
-if __name__ == "__main__" and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+from harness.cli.args import parse_args  # argparse alone
+
+# Before the modules below load (requests takes ~0.1 s): --help and a usage error answer without them, and
+# Ctrl-C meanwhile leaves without a traceback.
+if __name__ == "__main__":
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
+    parse_args(sys.argv[1:])
 
 import prompt  # every word the model reads
 from harness.cli.commands import repl
-from harness.cli.config import Config, ConfigError, load_config, parse_args, read_task
+from harness.cli.config import Config, ConfigError, load_config, read_task
 from harness.cli.display import LiveReply, describe_tokens, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, escape
@@ -168,7 +173,8 @@ class Session:
         permissions = self.tools.permissions
         before, line = permissions.mode, permissions.switch(mode)
         if permissions.mode != before:
-            self.history.messages[0] = {"role": "system", "content": system_prompt(permissions, self.instructions)}
+            new_prompt = prompt.render_system_prompt(permissions.tools(TOOLS), self.instructions)
+            self.history.messages[0] = {"role": "system", "content": new_prompt}
             self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
         return line
 
@@ -201,16 +207,11 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     history = Context([], config.context_tokens, transcript=transcript, log=log)
     model = Model(client, display, history, tokens)
     history.summarize_with = model.quiet  # compaction's summaries are model calls too: counted, not shown
-    history.add("system", system_prompt(permissions, instructions))
+    history.add("system", prompt.render_system_prompt(permissions.tools(TOOLS), instructions))  # the mode's tools
     session = Session(config, model, tools, history, list(instructions))
     if not permissions.subagent:  # a sub-agent cannot start sub-agents
         tools.subagent = lambda task: run_subagent(session, task)
     return session
-
-
-def system_prompt(permissions: Permissions, instructions: list[Instructions]) -> str:
-    """The tools the mode offers (all, or the reading ones), and AGENTS.md's rules."""
-    return prompt.render_system_prompt(permissions.tools(TOOLS), instructions)
 
 
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call

@@ -7,7 +7,8 @@ import time
 import pytest
 from fake_endpoint import FakeEndpoint, completion, stream_events
 
-from harness.cli.config import ConfigError, load_config, parse_args
+from harness.cli.args import parse_args
+from harness.cli.config import ConfigError, load_config
 from harness.model.client import ChatError, Client
 from harness.model.stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 

@@ -197,37 +197,6 @@ def is_local(base_url: str) -> bool:
     return address.is_loopback or address.is_private or address.is_link_local
 
 
-# --- the command line ---
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
-        epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
-               "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
-               "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM), "
-               ".env in the current directory, .env next to agent.py. "
-               "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
-    parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
-    parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
-    parser.add_argument("--mode", metavar="MODE",
-                        help="ask (default) before writes and commands; read-only; edits: ask only before commands; "
-                             "yes: ask nothing (PLAINAGENT_MODE)")
-    parser.add_argument("-m", "--model", help="model name (OPENAI_MODEL)")
-    parser.add_argument("--base-url", help="endpoint base URL with its version path (OPENAI_BASE_URL)")
-    parser.add_argument("-C", "--cwd", default=".", metavar="DIR", help="workspace directory (default: current)")
-    parser.add_argument("--max-steps", type=int, metavar="N", help="model calls per task (default 30)")
-    parser.add_argument("--no-stream", action="store_true",
-                        help="ask for whole replies instead of streamed ones (PLAINAGENT_STREAM=off)")
-    parser.add_argument("--context-tokens", type=int, metavar="N",
-                        help="most tokens one request may hold (default 32000)")
-    parser.add_argument("--log", type=Path, metavar="FILE", help="the transcript file (default: a new one in "
-                        "$XDG_STATE_HOME/plainagent/sessions)")
-    parser.add_argument("--resume", nargs="?", const="", metavar="FILE",
-                        help="continue this workspace's latest session, or FILE's; with -p, run one more task in it")
-    return parser.parse_args(argv)
-
-
 def read_task(prompt: str) -> str:
     """The task given with -p: the text itself, or stdin for "-"; an empty task is a usage error."""
     if prompt == "-":
