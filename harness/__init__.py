@@ -8,7 +8,7 @@ tools.py and prompt.py first; open this folder to see how one promise is kept.
     parser/   the parser: `tool: NAME({json})` lines out of a reply (toolcalls)
     sandbox/  inside the tools: which paths may be touched (workspace), edits that keep every byte (edits),
               search (search), deny rules for commands (guard), modes and approval (permissions)
-    history/  inside the history: the token budget (budget), compaction (context), the transcript that
+    history/  inside the history: the token budget (budget), keeping inside it (context, compaction), the transcript that
               --resume reads back (transcript)
     cli/      the user's side: settings (config), AGENTS.md (instructions), what is shown (display), the
               terminal's prompt and questions (terminal), the REPL's slash commands (commands)

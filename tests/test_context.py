@@ -6,9 +6,11 @@ import random
 
 import pytest
 
+from harness.history import compaction
 from harness.history import context as context_module
 from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
-from harness.history.context import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT, Context, fit_outputs
+from harness.history.compaction import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT
+from harness.history.context import Context, fit_outputs
 from harness.history.transcript import Transcript, load
 from harness.model.client import ChatError, Reply
 from harness.model.model import Model as SessionModel
@@ -20,9 +22,11 @@ SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
 @pytest.fixture(autouse=True)
 def plain_results(monkeypatch):
     """Results rendered in a plain stand-in for prompt.py's format (which draws random markers), so stubs can
-    be checked byte for byte; what is tested is that context.py renders through these two functions."""
-    monkeypatch.setattr(context_module, "render_result", lambda name, ok, output: f"[{name} {ok}]\n{output}")
-    monkeypatch.setattr(context_module, "render_results", lambda results, notes: "\n".join(notes + results))
+    be checked byte for byte; what is tested is that the history renders (results, and their stubs) through
+    these two functions."""
+    for module in (context_module, compaction):
+        monkeypatch.setattr(module, "render_result", lambda name, ok, output: f"[{name} {ok}]\n{output}")
+        monkeypatch.setattr(module, "render_results", lambda results, notes: "\n".join(notes + results))
 
 
 class Model:
