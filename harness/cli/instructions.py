@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.sandbox.documents import BOM
 from harness.sandbox.workspace import PathRefused, Workspace, is_secret
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass

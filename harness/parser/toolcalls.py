@@ -20,9 +20,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
+# Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
+# The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
+from harness.sandbox.documents import LINE_BREAK
+
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")  # found, never rewritten: a CRLF inside an argument stays a CRLF
 # What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
 # Possessive (`*+`): "****" can be split into marks in many ways, and trying them all on a line of 40 underscores
 # (a common separator) would take hours.
@@ -40,6 +43,7 @@ BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
 # ("User:", "Observation:") is not the protocol, and answers hold such lines ("User: admin (id 1)").
 RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
+LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
 LENIENT_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines and tabs inside strings are read as such
@@ -176,7 +180,7 @@ def inside_a_call(text: str, at: int, tool_names: list[str]) -> bool:
 
 def drop_blank_lines(text: str) -> str:
     """Text without blank lines at the start and white space at the end: no call is changed by it."""
-    return re.sub(r"\A(?:[ \t]*(?:\r\n|\r|\n))+", "", text).rstrip()
+    return LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
 # --- calls ---

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.sandbox.edits import BINARY_SNIFF_BYTES, BOM, split_lines
+from harness.sandbox.documents import BINARY_SNIFF_BYTES, BOM, split_lines
 from harness.sandbox.workspace import ToolError, Workspace
 
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.edits import write_atomically
+from harness.sandbox.documents import write_atomically
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
