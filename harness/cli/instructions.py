@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.sandbox.documents import BOM
-from harness.sandbox.workspace import PathRefused, Workspace, is_secret
+from harness.sandbox.secret_files import is_secret
+from harness.sandbox.workspace import PathRefused, Workspace
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them
