@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.history.transcript import state_dir
+from harness.cli.directories import state_dir
 
 try:
     import fcntl

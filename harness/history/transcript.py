@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.cli.directories import state_dir
 from harness.sandbox.redaction import is_secret_key, redact
 
 try:
@@ -47,13 +48,6 @@ class TranscriptError(Exception):
 
 
 # --- where transcripts live ---
-
-
-def state_dir(environ: dict | None = None) -> Path:
-    """$XDG_STATE_HOME/plainagent, else ~/.local/state/plainagent (a relative XDG path is ignored, per the spec)."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_STATE_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "plainagent"
 
 
 def sessions_dir() -> Path:
