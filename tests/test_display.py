@@ -9,6 +9,7 @@ import pytest
 
 from harness.cli import display
 from harness.cli.display import LiveReply, Spinner
+from harness.cli.terminal import Terminal, can_draw
 
 
 class Screen(io.StringIO):
@@ -138,7 +139,30 @@ def test_colour_only_without_no_color(monkeypatch, no_color, colour):
         monkeypatch.setenv("NO_COLOR", no_color)
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    assert display.uses_colour(Screen(True)) is colour and display.uses_colour(Screen(False)) is False
+    assert can_draw(Screen(True), colour=True) is colour and can_draw(Screen(False), colour=True) is False
+    assert LiveReply(Screen(True)).colour is colour
+
+
+@pytest.mark.parametrize("term, no_color, spinner, colour", [
+    ("xterm", None, True, True),
+    ("xterm", "1", True, False),  # NO_COLOR is about colour: the spinner still turns
+    ("dumb", None, False, False),  # escape codes would show as text
+    (None, None, False, False),  # no TERM at all: assume the least
+])
+def test_the_spinner_the_dimmed_reasoning_and_the_marked_escapes_ask_one_function(monkeypatch, term, no_color,
+                                                                                   spinner, colour):
+    for name, value in [("TERM", term), ("NO_COLOR", no_color)]:
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "stdout", Screen(True))
+    monkeypatch.setattr(sys, "stderr", Screen(True))
+    monkeypatch.setattr(display, "active", None)  # restored after the test: for_terminal sets it
+    live = LiveReply.for_terminal()
+    assert (live.spinner is not None) is spinner is can_draw(sys.stderr)
+    assert live.colour is colour
+    assert (Terminal(None, None, Screen(True)).mark("x") != "x") is colour  # reverse video, or the text as it is
 
 
 def test_a_restart_discards_the_state_of_the_cut_attempt():

@@ -11,14 +11,13 @@ the model, so it goes through `escape` like every other untrusted text: no escap
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import threading
 import time
 from typing import TextIO
 
-from harness.cli.terminal import escape
+from harness.cli.terminal import can_draw, escape
 from harness.parser.toolcalls import PREFIX
 
 # A line that calls a tool: `tool: NAME(`, behind any list marker, quote or emphasis the parser accepts.
@@ -32,17 +31,12 @@ DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
-def uses_colour(stream: TextIO) -> bool:
-    """Colour only on a terminal that can show it, and only when NO_COLOR is unset (no-color.org)."""
-    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and "NO_COLOR" not in os.environ
-
-
 class LiveReply:
     """Shows each reply as it arrives: `start` before the request, `show` for each piece, `finish` after."""
 
     def __init__(self, output: TextIO, spinner: Spinner | None = None):
         self.output = output
-        self.colour = uses_colour(output)
+        self.colour = can_draw(output, colour=True)
         self.reasoning_shown = output.isatty()  # a log keeps the reply, not the model's thinking
         self.spinner = spinner
         self.at_line_start = True  # nothing of ours is left on the line: a log line may follow
@@ -54,7 +48,7 @@ class LiveReply:
         """The reply on stdout when it is a terminal, else on stderr; the spinner when stderr is a terminal."""
         global active
         output = sys.stdout if sys.stdout.isatty() else sys.stderr
-        spinner = Spinner(sys.stderr) if sys.stderr.isatty() and os.environ.get("TERM", "dumb") != "dumb" else None
+        spinner = Spinner(sys.stderr) if can_draw(sys.stderr) else None
         active = cls(output, spinner)
         return active
 
