@@ -196,11 +196,9 @@ def drop_blank_lines(text: str) -> str:
 
 
 def opens_call(line: str, tool_names: Collection[str] | None = None, *, complete: bool = False) -> bool | None:
-    """Whether `line`, the start of a reply's line as far as it has arrived, opens a tool call as parse_reply
-    reads it: True or False once that is settled, None while the text still to come could settle it either
-    way; `complete` (nothing more comes) always gets True or False. `tool_names` None: any name may be a
-    tool's. The display asks this to know what to hold back and what to hide, so it has no grammar of its
-    own that could disagree with the parser's.
+    """Whether `line`, a reply's line as far as it has arrived, opens a call as parse_reply reads it: True or
+    False once settled, None while the text to come could still decide (never with `complete`: no more comes).
+    `tool_names` None counts any name as a tool's. The display asks this, so it has no grammar of its own.
 
     >>> opens_call("**tool:** read_"), opens_call('**tool:** read_file({"pa'), opens_call("Tool: pytest, all")
     (None, True, False)
