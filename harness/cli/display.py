@@ -89,7 +89,7 @@ class LiveReply:
             self.spinner.stop()
         if self.thinking is None and self.line:  # a reply shorter than "<think>"
             self.thinking = False
-        if not (self.hiding or self.thinking) and self.line and not self.opens_call(complete=True):
+        if not (self.hiding or self.thinking) and self.line and not self.line_opens_call(complete=True):
             self.emit(self.line)
         self.line = ""
         self.end_line()
@@ -139,7 +139,7 @@ class LiveReply:
                 self.emit(head + newline)
             else:
                 self.line += head + newline  # may span lines: `tool: x(` and its `{` on the next line
-                calls = self.opens_call(complete=len(self.line) > MAX_HELD)
+                calls = self.line_opens_call(complete=len(self.line) > MAX_HELD)
                 if calls:
                     self.hiding = True
                     return
@@ -150,7 +150,8 @@ class LiveReply:
             if newline:
                 self.line_is_text = False
 
-    def opens_call(self, complete: bool) -> bool | None:
+    def line_opens_call(self, complete: bool) -> bool | None:
+        """The parser's answer for the line held so far: True, False, or None while it is not settled."""
         return opens_call(self.line, self.tool_names, complete=complete)
 
     def emit(self, text: str) -> None:
