@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                           deny_rules=DEFAULT_RULES + parse_rules(config.deny))
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
-                            LiveReply.for_terminal())
+                            LiveReply.for_terminal(list(TOOLS)))
     warn_if_large(instructions, session.history, log)  # every request carries them, and compaction cannot shrink them
     if loaded:
         session.resume(loaded)

@@ -8,10 +8,11 @@ parameter (after `*`) is not the model's to fill: the toolbox passes it in (dele
 
 `Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and logs it. What keeps
 the tools trustworthy lives in harness/sandbox/ and is called from here: every path goes through
-`ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, secret files, .git/), every write and
-command through `ws.approve` (permissions.py: the mode, and the question to the user) and every write
-through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py). Edits keep the file's
-bytes: line endings, BOM, final newline, permissions (edits.py).
+`ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, .git/; secret_files.py: what may hold
+secrets), every write and command through `ws.approve` (permissions.py: the mode, and the question to the
+user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py);
+every result has the API key redacted (redaction.py). Edits keep the file's bytes: line endings, BOM, final
+newline, permissions (documents.py, edits.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
-from harness.sandbox.edits import EditRefused, numbered
+from harness.sandbox.documents import EditRefused
+from harness.sandbox.edits import numbered
 from harness.sandbox.files import change_file, read_text
 from harness.sandbox.guard import denied_by, refusal
 from harness.sandbox.permissions import Permissions

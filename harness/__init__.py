@@ -3,15 +3,20 @@
 agent.py's loop talks to four seams: the model, the parser, the tools and the history. Read agent.py,
 tools.py and prompt.py first; open this folder to see how one promise is kept.
 
-    model/    around the model: the HTTP client and its retries (client), reading a whole reply (replies),
-              reading a streamed one (stream)
+    model/    around the model: the session's model (model: shown as it streams, counted, kept inside the
+              window), the HTTP client and its retries (client), reading a whole reply (replies) and a
+              streamed one (stream), what kind of host a base URL names (hosts)
     parser/   the parser: `tool: NAME({json})` lines out of a reply (toolcalls)
-    sandbox/  inside the tools: which paths may be touched (workspace), edits that keep every byte (edits),
-              search (search), deny rules for commands (guard), modes and approval (permissions)
-    history/  inside the history: the token budget (budget), keeping inside it (context, compaction), the transcript that
-              --resume reads back (transcript)
-    cli/      the user's side: settings (config), AGENTS.md (instructions), what is shown (display), the
-              terminal's prompt and questions (terminal), the REPL's slash commands (commands)
+    sandbox/  inside the tools: which paths may be touched (workspace), which files hold secrets
+              (secret_files), what the walk leaves out (ignore_rules), the one redaction rule for the API key
+              (redaction), a file's bytes and the one line model (documents), matching old_str (edits), the
+              tools' work on files (files), finding and searching them (search), running commands (shell),
+              deny rules for commands (guard), modes and approval (permissions)
+    history/  inside the history: keeping it inside the token budget (context, compaction, budget), the
+              transcript that --resume reads back (transcript)
+    cli/      the user's side: the command line (args), settings (config), where our own files live
+              (directories), AGENTS.md (instructions), what is shown (display), the terminal's prompt and
+              questions (terminal), the REPL and its slash commands (commands)
 
-Nothing here imports agent.py.
+Nothing here imports agent.py or tools.py.
 """

@@ -9,6 +9,8 @@ import pytest
 
 from harness.cli import display
 from harness.cli.display import LiveReply, Spinner
+from harness.cli.terminal import Terminal, can_draw
+from harness.parser.toolcalls import parse_reply
 
 
 class Screen(io.StringIO):
@@ -54,6 +56,63 @@ def test_a_reply_split_anywhere_shows_the_same(reply, expected, seed):
     cuts = sorted(set(rng.sample(range(1, len(reply)), min(len(reply) - 1, rng.randint(1, 8)))))
     pieces = [reply[start:end] for start, end in zip([0, *cuts], [*cuts, len(reply)])]
     assert shown(texts(*pieces), tty=True)[0] == expected
+
+
+# The parser's names, with dots and dashes as MCP-style tools have them.
+NAMES = ["read_file", "edit_file", "list_files", "mcp.fetch-url", "git-log"]
+CALL_LINES = [
+    'tool: read_file({"path": "a.py"})', 'TOOL: read_file({"path": "a.py"})', "tool: list_files()",
+    '**tool:** read_file({"path": "a.py"})', '**tool: read_file**({"path": "a.py"})', '**tool**: read_file({"path": "a"})',
+    '- tool: read_file({"path": "a.py"})', '1. tool: read_file({"path": "a.py"})', '12) **tool:** list_files()',
+    '  * [x] tool: read_file({"path": "a.py"})', '> tool: read_file({"path": "a.py"})',
+    '`tool: read_file({"path": "a.py"})`', 'tool: `read_file`({"path": "a.py"})', '__tool:__ list_files()',
+    'tool: mcp.fetch-url({"url": "https://example.com"})', 'tool: git-log({})', '- tool: mcp.fetch-url()',
+    'tool: github.create-issue({"title": "x"})',  # a tool that does not exist: answered, so a call
+    'tool: bash(ls -la)', 'Tool: read_file(path="a.py")', 'tool: read_file ({"path": "a.py"})',
+    'tool: read_file', 'tool: mcp.fetch-url', 'Tool: pytest(\n{"args": "-q"})',
+]
+PROSE_LINES = [
+    "Tool: pytest, all green.", "tool: read_file (3 times)", "tool: read_file with a path argument",
+    "Tool: pytest(all green)", "Tool: read_file", "Tool: mcp.fetch-url is the one I used.",
+    'tools: read_file({"path": "a"})', 'Run `tool: read_file({"path": "a.py"})` to read a file.',
+    "- [ ] tool support for Windows", "**Tool:** `pytest` passed.", "tool: read_file is what I used.",
+    "tool:", "------------------------------", "1. Install the toolchain.", "to do: nothing", "t", "**",
+    "Tool: mcp.fetch-url (twice)", "Tool: git-log",
+]
+
+
+def pieces_of(text: str, how: str) -> list[str]:
+    if how == "whole":
+        return [text]
+    if how == "characters":
+        return list(text)
+    rng = random.Random(how)
+    cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, 6)))
+    return [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)])]
+
+
+@pytest.mark.parametrize("line, calls", [(line, True) for line in CALL_LINES] + [(line, False) for line in PROSE_LINES])
+@pytest.mark.parametrize("how", ["whole", "characters", "pieces 1", "pieces 2"])
+def test_the_display_hides_exactly_the_lines_the_parser_runs_as_calls(line, calls, how):
+    """The display asks the parser (opens_call) instead of keeping a grammar of its own: what is hidden as a
+    call is what parse_reply reads as one, however the reply arrives."""
+    reply = f"Let me see.\n{line}\nThat is all."
+    assert bool(parse_reply(reply, NAMES).calls) is calls
+    screen = Screen(False)
+    live = LiveReply(screen, tool_names=NAMES)
+    live.start()
+    for piece in pieces_of(reply, how):
+        live.show("text", piece)
+    live.finish()
+    assert screen.getvalue() == ("Let me see.\n" if calls else reply + "\n")
+
+
+@pytest.mark.parametrize("line", CALL_LINES)
+def test_without_the_names_every_call_is_still_hidden(line):
+    """LiveReply.for_terminal() is not told the tool names: then any name may be a tool's, and more is hidden,
+    never less (the answer, not shown whole, is printed when it is known)."""
+    output, live = shown(texts(f"Let me see.\n{line}\nThat is all."))
+    assert output == "Let me see.\n" and live.tool_names is None
 
 
 def test_text_is_shown_as_it_arrives_except_the_start_of_a_maybe_tool_line():
@@ -138,7 +197,30 @@ def test_colour_only_without_no_color(monkeypatch, no_color, colour):
         monkeypatch.setenv("NO_COLOR", no_color)
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
-    assert display.uses_colour(Screen(True)) is colour and display.uses_colour(Screen(False)) is False
+    assert can_draw(Screen(True), colour=True) is colour and can_draw(Screen(False), colour=True) is False
+    assert LiveReply(Screen(True)).colour is colour
+
+
+@pytest.mark.parametrize("term, no_color, spinner, colour", [
+    ("xterm", None, True, True),
+    ("xterm", "1", True, False),  # NO_COLOR is about colour: the spinner still turns
+    ("dumb", None, False, False),  # escape codes would show as text
+    (None, None, False, False),  # no TERM at all: assume the least
+])
+def test_the_spinner_the_dimmed_reasoning_and_the_marked_escapes_ask_one_function(monkeypatch, term, no_color,
+                                                                                   spinner, colour):
+    for name, value in [("TERM", term), ("NO_COLOR", no_color)]:
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "stdout", Screen(True))
+    monkeypatch.setattr(sys, "stderr", Screen(True))
+    monkeypatch.setattr(display, "active", None)  # restored after the test: for_terminal sets it
+    live = LiveReply.for_terminal()
+    assert (live.spinner is not None) is spinner is can_draw(sys.stderr)
+    assert live.colour is colour
+    assert (Terminal(None, None, Screen(True)).mark("x") != "x") is colour  # reverse video, or the text as it is
 
 
 def test_a_restart_discards_the_state_of_the_cut_attempt():

@@ -14,16 +14,8 @@ import time
 
 import pytest
 
-from harness.sandbox.edits import (
-    EditRefused,
-    check_python_edit,
-    decode_for_edit,
-    find_unbalanced_bracket,
-    keep_final_newline,
-    replace_once,
-    split_lines,
-    unified_diff,
-)
+from harness.sandbox.documents import EditRefused
+from harness.sandbox.edits import check_python_edit, find_unbalanced_bracket, replace_once, unified_diff
 from tools import Workspace, run_tool
 
 PY_CLASS = b"class Greeter:\n    def greet(self, name):\n        return 'Helo, ' + name\n"
@@ -182,7 +174,7 @@ def test_every_refusal_ends_with_no_changes_were_made(tmp_path):
 
 def test_a_write_that_fails_says_no_changes_were_made(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_bytes(b"old\n")
-    monkeypatch.setattr("harness.sandbox.edits.os.replace", lambda *_: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    monkeypatch.setattr("harness.sandbox.documents.os.replace", lambda *_: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     output = run_tool(Workspace(tmp_path), "edit_file", {"path": "a.txt", "old_str": "old", "new_str": "new"}).output
     assert output == "could not write a.txt: No space left on device. No changes were made."
 
@@ -198,20 +190,6 @@ def test_replace_once_reports_the_rule_and_the_changed_lines():
 def test_replace_once_refuses_when_only_whitespace_inside_lines_differs():
     with pytest.raises(EditRefused, match="old_str was not found"):
         replace_once("x = a + b\n", "x = a+b", "x = 0", "f")
-
-
-@pytest.mark.parametrize("before, after, kept", [
-    ("a\n", "b", "b\n"), ("a", "b\n", "b"), ("a\n", "", ""), ("a", "b", "b"),
-    ("x\na", "x\na\n", "x\na\n"), ("x\na\n", "x\na", "x\na"),  # the newline is all the edit changes: made
-])
-def test_keep_final_newline(before, after, kept):
-    assert keep_final_newline(before, after) == kept
-
-
-def test_decode_for_edit_round_trips_bytes():
-    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r"]:
-        document = decode_for_edit(raw, "f")
-        assert document.encode(document.text) == raw
 
 
 def test_replace_once_counts_overlapping_matches_as_separate_places():
@@ -375,8 +353,3 @@ def test_a_file_that_did_not_compile_before_is_not_judged():
 ])
 def test_find_unbalanced_bracket(source, found):
     assert find_unbalanced_bracket(source) == found
-
-
-def test_split_lines_breaks_at_crlf_lf_and_cr_only():
-    assert split_lines("a\r\nb\nc\rd\x0ce\u2028f\x1cg\x85h\n") == ["a", "b", "c", "d\x0ce\u2028f\x1cg\x85h"]
-    assert split_lines("") == [] and split_lines("\n") == [""] and split_lines("a") == ["a"]

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness.parser.toolcalls import INVENTED, MAX_CALLS, BadCall, ToolCall, parse_reply
+from harness.parser.toolcalls import INVENTED, MAX_CALLS, BadCall, ToolCall, opens_call, parse_reply
 from tools import TOOLS
 
 NAMES = list(TOOLS)
@@ -430,3 +430,26 @@ def test_any_text_parses_without_error_and_the_history_is_a_slice_of_it():
         assert parsed.text in reply, reply
         for call in parsed.calls:
             assert call.name in NAMES if isinstance(call, ToolCall) else call.problem, reply
+
+
+# --- a line still being written: what the display asks while a reply streams in ---
+
+
+def test_opens_call_settles_a_line_only_when_nothing_still_to_come_can_change_it():
+    """Whatever opens_call says of a line's start (not None) is what it says of the whole line: the display
+    can hide or show what it holds at that moment and never be contradicted by the rest."""
+    rng = random.Random(77)
+    pieces = ["tool", "Tool", ":", " ", "**", "`", "_", "- ", "1.", " [x] ", "> ", "read_file", "mcp.fetch-url", "x-",
+              "(", ")", "{", '"path": "a"', "}", "\n", "\r\n", "\t", ",", "nope", "t", "o", "l", ".", "-", "[", "]"]
+    written = ['tool: read_file ( {"path": "a.py"})', 'Tool: pytest(\n  {"a": 1})', 'Tool: pytest(\n  all green)',
+               'tool: mcp.fetch-url({"url": "u"})', "tool: mcp.fetch-url", "Tool: mcp.fetch-url", "12. tool: x()",
+               '- [x] **tool:** `read_file`({"path": "a.py"})', "tool: read_file\r\nmore", "- - - - tool: y()"]
+    replies = written + [reply for _, reply, _ in CALLS] + [
+        "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14))) for _ in range(1500)]
+    for reply in replies:
+        for names in (NAMES, None):
+            whole = opens_call(reply, names, complete=True)
+            assert whole is bool(whole)
+            for end in range(len(reply) + 1):
+                assert opens_call(reply[:end], names) in (None, whole), (reply, end, names)
+

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tools
-from harness.sandbox import edits, files, search, shell
+from harness.sandbox import documents, files, search, shell
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
@@ -605,7 +605,7 @@ def test_a_failing_replace_leaves_the_original_intact(ws, monkeypatch):
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(edits.os, "replace", broken_replace)
+    monkeypatch.setattr(documents.os, "replace", broken_replace)
     result = edit(ws, "a.txt", "original", "changed")
     assert not result.ok and "No space left on device" in result.output
     assert full.read_bytes() == b"original\n"

@@ -9,7 +9,6 @@ names the flag or variable the user set; `agent.main` shows it as one line and e
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import json
 import re
 import sys
@@ -19,6 +18,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
+from harness.model.hosts import is_local
 from harness.sandbox.guard import parse_rules
 
 
@@ -178,23 +178,6 @@ def check_config(config: Config) -> None:
                                                             else "no such directory."))
     except OSError as error:  # a name too long, say
         raise ConfigError(f"-C {config.workspace}: {error.strerror or error}.") from None
-
-
-# Names that only resolve inside a private network (mDNS, home routers, Docker's name for the host).
-PRIVATE_SUFFIXES = (".localhost", ".local", ".lan", ".internal", ".home.arpa")
-
-
-def is_local(base_url: str) -> bool:
-    """A server on this machine or the private network (Ollama, LM Studio, vLLM on a LAN box) may run
-    without an API key; a public host may not."""
-    host = (urlsplit(base_url).hostname or "").lower().rstrip(".")
-    if host == "localhost" or host.endswith(PRIVATE_SUFFIXES) or (host and "." not in host and ":" not in host):
-        return True  # a single-label name such as "gpu-box" only resolves on a local network
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
 
 
 def read_task(prompt: str) -> str:

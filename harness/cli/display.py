@@ -2,48 +2,42 @@
 
 The text goes where the answer goes when that is a terminal (stdout); when stdout is a pipe, it must carry
 exactly the final answer, so the live text goes to stderr instead and logs of unattended runs show progress.
-A reply's tool calls are not echoed: from the first `tool: NAME(` line on the rest of the reply is held back,
-and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Reasoning (a `reasoning_content`
-stream, or a leading `<think>` block) is shown dimmed, and only on a terminal. Everything shown was written by
-the model, so it goes through `escape` like every other untrusted text: no escape sequence reaches the screen.
+A reply's tool calls are not echoed: from the first line that calls a tool the rest of the reply is held
+back, and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Which line calls one is the
+parser's answer (`toolcalls.opens_call`), never a copy of its grammar, so what is hidden is what runs.
+Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown dimmed, and only on a
+terminal. Everything shown was written by the model, so it goes through `escape` like every other untrusted
+text: no escape sequence reaches the screen.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TextIO
 
-from harness.cli.terminal import escape
-from harness.parser.toolcalls import PREFIX
+from harness.cli.terminal import can_draw, escape
+from harness.parser.toolcalls import opens_call
 
-# A line that calls a tool: `tool: NAME(`, behind any list marker, quote or emphasis the parser accepts.
-TOOL_LINE = re.compile(PREFIX + r"[`*_]*tool[`*_]*:[`*_ \t]*[A-Za-z_][\w.-]*[`*]*[ \t]*\(", re.IGNORECASE)
-# The start of a line that may still turn out to be one: it is held back until it is clear.
-MAYBE_TOOL_LINE = re.compile(r"[ \t>*+\-`_\d.)\[\]xX]*"  # list markers, quotes, emphasis, then the words so far
-                             r"(t|to|too|tool[`*_]*(:[`*_ \t]*([A-Za-z_][\w.-]*[`*]*[ \t]*)?)?)?", re.IGNORECASE)
-MAX_HELD = 200  # characters of a line held back at most: a line of 10,000 dashes is not a tool call
+MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 DIM, UNDIM = "\x1b[2m", "\x1b[22m"
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
-def uses_colour(stream: TextIO) -> bool:
-    """Colour only on a terminal that can show it, and only when NO_COLOR is unset (no-color.org)."""
-    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and "NO_COLOR" not in os.environ
-
-
 class LiveReply:
     """Shows each reply as it arrives: `start` before the request, `show` for each piece, `finish` after."""
 
-    def __init__(self, output: TextIO, spinner: Spinner | None = None):
+    def __init__(self, output: TextIO, spinner: Spinner | None = None, tool_names: Collection[str] | None = None):
         self.output = output
-        self.colour = uses_colour(output)
+        # The names the parser is given: whether `Tool: Name(x)` is a call depends on them. None: any name may
+        # be a tool's, so such a line is hidden, and the answer, not shown whole, is printed once it is known.
+        self.tool_names = tool_names
+        self.colour = can_draw(output, colour=True)
         self.reasoning_shown = output.isatty()  # a log keeps the reply, not the model's thinking
         self.spinner = spinner
         self.at_line_start = True  # nothing of ours is left on the line: a log line may follow
@@ -51,12 +45,12 @@ class LiveReply:
         self.reset()
 
     @classmethod
-    def for_terminal(cls) -> LiveReply:
+    def for_terminal(cls, tool_names: Collection[str] | None = None) -> LiveReply:
         """The reply on stdout when it is a terminal, else on stderr; the spinner when stderr is a terminal."""
         global active
         output = sys.stdout if sys.stdout.isatty() else sys.stderr
-        spinner = Spinner(sys.stderr) if sys.stderr.isatty() and os.environ.get("TERM", "dumb") != "dumb" else None
-        active = cls(output, spinner)
+        spinner = Spinner(sys.stderr) if can_draw(sys.stderr) else None
+        active = cls(output, spinner, tool_names)
         return active
 
     def start(self) -> None:
@@ -95,7 +89,7 @@ class LiveReply:
             self.spinner.stop()
         if self.thinking is None and self.line:  # a reply shorter than "<think>"
             self.thinking = False
-        if not (self.hiding or self.thinking) and self.line and not TOOL_LINE.match(self.line):
+        if not (self.hiding or self.thinking) and self.line and not self.line_opens_call(complete=True):
             self.emit(self.line)
         self.line = ""
         self.end_line()
@@ -137,22 +131,28 @@ class LiveReply:
         return ""
 
     def take_text(self, text: str) -> None:
-        """Show text, line by line, holding back the start of a line until it is clear it calls no tool."""
+        """Show text, line by line, holding back the start of a line until the parser says whether it opens a
+        call (`toolcalls.opens_call`); from a line that does, nothing more is shown."""
         while text and not self.hiding:
             head, newline, text = text.partition("\n")
             if self.line_is_text:
                 self.emit(head + newline)
             else:
-                self.line += head + newline
-                if TOOL_LINE.match(self.line):
+                self.line += head + newline  # may span lines: `tool: x(` and its `{` on the next line
+                calls = self.line_opens_call(complete=len(self.line) > MAX_HELD)
+                if calls:
                     self.hiding = True
                     return
-                if newline or len(self.line) > MAX_HELD or not MAYBE_TOOL_LINE.fullmatch(self.line):
+                if calls is False:
                     self.line_is_text = True
                     self.emit(self.line)
                     self.line = ""
             if newline:
                 self.line_is_text = False
+
+    def line_opens_call(self, complete: bool) -> bool | None:
+        """The parser's answer for the line held so far: True, False, or None while it is not settled."""
+        return opens_call(self.line, self.tool_names, complete=complete)
 
     def emit(self, text: str) -> None:
         self.shown += text

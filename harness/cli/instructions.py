@@ -11,16 +11,17 @@ that is a link to ~/.aws/credentials is not sent to the model.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.sandbox.workspace import PathRefused, Workspace, is_secret
+from harness.cli.directories import config_dir
+from harness.sandbox.documents import BOM
+from harness.sandbox.secret_files import is_secret
+from harness.sandbox.workspace import PathRefused, Workspace
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them
-BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -29,12 +30,6 @@ class Instructions:
     source: str  # where it came from, as the prompt's heading and the banner name it
     text: str  # as the model reads it, with a note at the end when it was cut
     note: str = ""  # for the user: "cut at 8,000 of 20,000 bytes", or ""
-
-
-def config_dir(environ: dict) -> Path:
-    """$XDG_CONFIG_HOME/plainagent, else ~/.config/plainagent (a relative XDG path is ignored, per the spec)."""
-    base = environ.get("XDG_CONFIG_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".config") / "plainagent"
 
 
 def load_instructions(workspace: Workspace, environ: dict, log: Callable[[str], None]) -> list[Instructions]:

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.history.transcript import state_dir
+from harness.cli.directories import state_dir
 
 try:
     import fcntl
@@ -189,6 +189,12 @@ class TerminalConfirm:
 # --- the terminal ---
 
 
+def can_draw(stream, colour: bool = False) -> bool:
+    """A terminal that redraws a line (a spinner) and, with `colour`, shows colour unless NO_COLOR is set; TERM=dumb
+    (Emacs' shell, some CI consoles) draws nothing: escape codes would show as text. The one place these are read."""
+    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and not (colour and "NO_COLOR" in os.environ)
+
+
 class Terminal:
     """Where a question is asked and answered: the user's terminal, even when stdout and stderr are redirected."""
 
@@ -196,8 +202,8 @@ class Terminal:
         self.fd = fd  # the terminal's file descriptor, or None when only stdin and stderr could be used
         self.stdin = stdin
         self.output = output
-        plain = not output.isatty() or os.environ.get("TERM", "dumb") == "dumb" or "NO_COLOR" in os.environ
-        self.mark = str if plain else lambda text: f"\x1b[7m{text}\x1b[27m"  # escapes in reverse video
+        reverse = can_draw(output, colour=True)  # the escapes in what is shown stand out in reverse video
+        self.mark = (lambda text: f"\x1b[7m{text}\x1b[27m") if reverse else str
 
     @classmethod
     def open(cls, stdin, path: str) -> Terminal:

@@ -31,6 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.cli.directories import state_dir
+from harness.sandbox.redaction import is_secret_key, redact
+
 try:
     import fcntl
 except ImportError:  # Windows: sessions are not locked
@@ -45,13 +48,6 @@ class TranscriptError(Exception):
 
 
 # --- where transcripts live ---
-
-
-def state_dir(environ: dict | None = None) -> Path:
-    """$XDG_STATE_HOME/plainagent, else ~/.local/state/plainagent (a relative XDG path is ignored, per the spec)."""
-    environ = os.environ if environ is None else environ
-    base = environ.get("XDG_STATE_HOME", "")
-    return (Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state") / "plainagent"
 
 
 def sessions_dir() -> Path:
@@ -213,8 +209,11 @@ class Transcript:
         if self.fd is None:
             return
         line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
-        if self.secret:  # the key is never sent to the model, but a pasted task or an echoed error might hold it
-            line = line.replace(self.secret, "[REDACTED]")
+        # The key is never sent to the model, but a pasted task or an echoed error might hold it. Redacted by the rule
+        # tool results follow, so a resumed session reads back what the model saw: a short "ollama" stays as typed.
+        if is_secret_key(self.secret):
+            spelt = json.dumps(self.secret, ensure_ascii=False)[1:-1]  # as the line spells it: '"' and '\' escaped
+            line = redact(line, spelt)
         data = (line + "\n").encode("utf-8", errors="surrogatepass")
         try:
             while data:  # one write() nearly always; a partial one is finished, not dropped

@@ -9,7 +9,6 @@ Reading what the server sent (a completion, a failure) is `replies.py`; a stream
 
 from __future__ import annotations
 
-import ipaddress
 import random
 import re
 import threading
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 import requests
 import urllib3
 
+from harness.model.hosts import is_loopback
 from harness.model.replies import (
     ChatError,
     Reply,
@@ -41,13 +41,6 @@ RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 # Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it.
 OPTIONAL_PARAMETERS = ("stream_options", "stop")
-def is_loopback(url: str) -> bool:
-    """True for localhost, 127.0.0.0/8 and ::1."""
-    host = urlsplit(url).hostname or ""
-    try:
-        return host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def chat_url(base_url: str) -> str:

@@ -18,20 +18,32 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
+
+# Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
+# The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
+from harness.sandbox.documents import LINE_BREAK
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
 
-LINE_BREAK = re.compile(r"\r\n|\r|\n")  # found, never rewritten: a CRLF inside an argument stays a CRLF
 # What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
 # Possessive (`*+`): "****" can be split into marks in many ways, and trying them all on a line of 40 underscores
 # (a common separator) would take hours.
 PREFIX = r"[ \t]*+(?:(?:[-*+]|\d+[.)]|\[[ xX]\])[ \t]+|>[ \t]*|[`*_]+[ \t]*)*+"
 LINE_PREFIX = re.compile(PREFIX)
 EMPHASIS = r"[`*_]*"  # bold, italics or code marks around a word
+NAME = r"[A-Za-z_]\w*(?:[.-]\w+)*"  # a tool's name: read_file, mcp.fetch-url
 # `tool:` and the name after it: (keyword, name, the '(' opening the arguments if there is one). Markdown may
 # wrap the keyword (`**tool:**`, `**tool**:`, `` `tool:` ``) or the name.
-HEAD = re.compile(r"(tool)[`*_]*:[`*_ \t]*+([A-Za-z_]\w*(?:[.-]\w+)*)[`*]*[ \t]*(\()?", re.IGNORECASE)
+HEAD = re.compile(rf"(tool){EMPHASIS}:[`*_ \t]*+({NAME})[`*]*[ \t]*(\()?", re.IGNORECASE)
+# The start of a line that the rest of a reply still to come could make a call line: the marks before `tool:`
+# (a list marker or check box still without its blank), the head's words so far, and the blanks after its '('.
+# A line start that no longer matches has its answer from call_head settled: `opens_call` relies on that.
+UNFINISHED_HEAD = re.compile(PREFIX + r"(?:[-*+]|\d+[.)]?|\[(?:[ xX]\]?)?)?"  # a marker without its blank yet
+                             rf"(?:t(?:o(?:o(?:l{EMPHASIS}(?::[`*_ \t]*"  # t, to, too, tool, **tool**:
+                             rf"(?:{NAME}[.-]?[`*]*[ \t]*(?:\([ \t\r\n]*)?)?"  # the name, '(', the blanks after it
+                             r")?)?)?)?)?", re.IGNORECASE)
 MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
 BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
 # Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
@@ -40,6 +52,7 @@ BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
 # ("User:", "Observation:") is not the protocol, and answers hold such lines ("User: admin (id 1)").
 RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
+LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
 LENIENT_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines and tabs inside strings are read as such
@@ -188,20 +201,34 @@ def inside_a_call(text: str, at: int, tool_names: list[str]) -> bool:
 
 def drop_blank_lines(text: str) -> str:
     """Text without blank lines at the start and white space at the end: no call is changed by it."""
-    return re.sub(r"\A(?:[ \t]*(?:\r\n|\r|\n))+", "", text).rstrip()
+    return LEADING_BLANK_LINES.sub("", text).rstrip()
 
 
 # --- calls ---
 
 
-def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | None:
+def opens_call(line: str, tool_names: Collection[str] | None = None, *, complete: bool = False) -> bool | None:
+    """Whether `line`, a reply's line as far as it has arrived, opens a call as parse_reply reads it: True or
+    False once settled, None while the text to come could still decide (never with `complete`: no more comes).
+    `tool_names` None counts any name as a tool's. The display asks this, so it has no grammar of its own.
+
+    >>> opens_call("**tool:** read_"), opens_call('**tool:** read_file({"pa'), opens_call("Tool: pytest, all")
+    (None, True, False)
+    """
+    head = call_head(line, LINE_PREFIX.match(line).end(), tool_names)
+    if complete or (head is not None and head.group(3)):  # a call whose '(' has come stays one, whatever follows
+        return head is not None
+    return None if UNFINISHED_HEAD.fullmatch(line) else head is not None
+
+
+def call_head(text: str, position: int, tool_names: Collection[str] | None) -> re.Match | None:
     """`tool: NAME` at `position`, if it has the shape of a call rather than of a sentence.
 
     A call opens its arguments with `({` or `()`, or has '(' right after a known name, or after any name
     when `tool:` is written exactly as the protocol spells it, lower case (`tool: bash(ls)`, a tool the
     model imagined). `tool: NAME` alone on its line is a call too, one that lost its arguments. Anything
     else is prose: `Tool: pytest, all green.`, `tool: read_file (3 times)`, `tool: read_file with a path
-    argument`.
+    argument`. `tool_names` None counts every name as known.
     """
     head = HEAD.match(text, position)
     if not head:
@@ -210,7 +237,8 @@ def call_head(text: str, position: int, tool_names: list[str]) -> re.Match | Non
     if paren:
         opens = text.startswith(("{", ")"), skip_space(text, head.end()))
         spaced = bool(text[head.end(2):head.start(3)].strip("`*"))  # `read_file (`: words, not a call
-        return head if opens or (not spaced and (name in tool_names or keyword == "tool")) else None
+        known = tool_names is None or name in tool_names
+        return head if opens or (not spaced and (known or keyword == "tool")) else None
     if keyword == "tool" and end_of_line(text, head.end()) == head.end():
         return head
     return None

@@ -1,1 +1,2 @@
-"""Inside the tools seam: the sandbox every tool works in, edits, search, deny rules, modes and approval."""
+"""Inside the tools seam: the sandbox every tool works in (paths, secret files, ignore rules, redaction),
+edits and the bytes they keep, search, deny rules, modes and approval."""

@@ -1,14 +1,15 @@
-"""How edit_file changes a file without losing a byte: decoding it, matching old_str, writing it back.
+"""How edit_file finds the one place old_str names, and what it tells the model and the user about the change.
 
-Pure text functions, no workspace: `tools.edit_file` reads the bytes, calls these, and writes. A refusal is
-an `EditRefused` whose message tells the model what to do instead.
+Pure text functions, no workspace: `tools.edit_file` reads the bytes, decodes them (`documents.py`), calls
+these, and writes. A refusal is an `EditRefused` whose message tells the model what to do instead.
 
-Matching is exact first; only when that fails are a few whitespace-only rules tried, each still needing a
-unique match. Similarity never applies an edit (agents that matched by edit distance have corrupted
-users' files); it only picks the lines to show in a hint.
+The failure this prevents is an edit applied in the wrong place. Matching is exact first; only when that
+fails are a few whitespace-only rules tried, each still needing a unique match. Similarity never applies an
+edit (agents that matched by edit distance have corrupted users' files); it only picks the lines to show in
+a hint. A Python edit that would break a file which compiled before is refused (`check_python_edit`).
 
-One line model throughout, the same as read_file's: a line ends at CRLF, LF or CR and nowhere else
-(`split_lines`), so the numbers in results, excerpts, diffs and read_file output always agree.
+Line numbers in results, excerpts and diffs use the one line model of `documents.split_lines`, the same as
+read_file's, so the numbers always agree.
 """
 
 from __future__ import annotations
@@ -16,121 +17,16 @@ from __future__ import annotations
 import difflib
 import io
 import itertools
-import os
 import re
 import sys
-import tempfile
 import tokenize
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
-BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
-BOM = b"\xef\xbb\xbf"
-LINE_BREAK = re.compile(r"\r\n|\r|\n")
+from harness.sandbox.documents import EditRefused, split_lines
+
 LINE_RULES_MAX_WORK = 1_000_000  # lines the whitespace rules may compare per edit (well under a second)
 EXACT_MAX_WORK = 20_000_000  # characters compared finding exact matches of old_str, past the first 21
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as read_file and edit_file count them: split at CRLF, LF or CR only, with no empty last line
-    after a final newline. str.splitlines also splits at form feeds, U+2028 and other separators, which
-    would make the line numbers of one tool disagree with another's."""
-    lines = LINE_BREAK.split(text)
-    return lines[:-1] if lines[-1] == "" else lines
-
-
-class EditRefused(Exception):
-    """The edit cannot be made safely; the message says why and what to send instead."""
-
-
-@dataclass
-class Document:
-    """A file loaded for editing: its text with "\n" line endings, and what is needed to write it back."""
-
-    raw: bytes  # the file's bytes as found, for the undo journal
-    text: str  # decoded, BOM removed, every line ending turned into "\n"
-    bom: bool
-    endings: list[str]  # the file's own line endings in order ("\r\n", "\n" or "\r"): one per "\n" in text
-
-    def encode(self, text: str) -> bytes:
-        """The bytes to write for an edited `text`, in the file's encoding and line endings."""
-        styles = set(self.endings)
-        if len(styles) <= 1:  # one style throughout, as in nearly every file: use it everywhere
-            data = text.replace("\n", styles.pop() if styles else "\n")
-        else:
-            data = reapply_endings(self.text, self.endings, text)
-        return BOM + data.encode("utf-8") if self.bom else data.encode("utf-8")
-
-
-def decode_for_edit(raw: bytes, path: str) -> Document:
-    """The text of a file edit_file may change, or EditRefused: binary or not UTF-8."""
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
-        raise EditRefused(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only.")
-    try:
-        text = raw.removeprefix(BOM).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise EditRefused(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so it "
-                          "refuses. Use run_command with a tool that knows the encoding.") from None
-    return Document(raw, LINE_BREAK.sub("\n", text), raw.startswith(BOM), LINE_BREAK.findall(text))
-
-
-def reapply_endings(before: str, endings: list[str], after: str) -> str:
-    """`after` with a mixed file's line endings. An edit rewrites one stretch of lines: the lines around it
-    keep their own endings, and so does the end of the replaced text (the ending after it is not part of
-    it). Within the stretch, a line takes the ending of the line it replaces, in order; lines added take the
-    ending of the last line they replace, or, when they replace none, of the line they follow."""
-    old_lines, new_lines = before.split("\n"), after.split("\n")
-    old_endings = endings + [""]  # the last line ends the file: nothing follows it
-    shorter = min(len(old_lines), len(new_lines))
-    start = 0  # lines equal at the start, the last line excepted (its ending is only "the end of the file")
-    while start < shorter - 1 and old_lines[start] == new_lines[start]:
-        start += 1
-    end = 0  # lines equal at the end, not overlapping those at the start
-    while end < shorter - start and old_lines[-1 - end] == new_lines[-1 - end]:
-        end += 1
-    replaced = old_endings[start:len(old_lines) - end]
-    n_written = len(new_lines) - start - end
-    follows = old_endings[start - 1] if start else endings[0]  # the ending of the line before the stretch
-    written = []
-    for index in range(n_written):
-        last = index == n_written - 1
-        ending = (replaced[-1] if last else replaced[min(index, len(replaced) - 1)]) if replaced else follows
-        written.append(follows if ending == "" and not last else ending)  # a line no longer last needs an ending
-    chosen = old_endings[:start] + written + old_endings[len(old_lines) - end:]
-    return "".join(line + ending for line, ending in zip(new_lines, chosen))
-
-
-def keep_final_newline(before: str, after: str) -> str:
-    """`after`, ending with a newline exactly when `before` did, unless that newline is all the edit changes.
-
-    Models often add or drop a trailing "\n" on new_str by accident when they edit the last line, so the file's
-    own final newline wins. But an edit whose only change is the final newline (old_str "two", new_str
-    "two\n") asks for exactly that, a common lint fix: undoing it would leave the bytes as they were and
-    report success for nothing, so it is made.
-    """
-    kept = after
-    if before.endswith("\n") and after and not after.endswith("\n"):
-        kept = after + "\n"
-    elif not before.endswith("\n") and after.endswith("\n"):
-        kept = after[:-1]
-    return after if kept == before else kept
-
-
-def write_atomically(full: Path, data: bytes, mode: int) -> None:
-    """Write via a temporary file in the same directory and os.replace: the old file or the new, never half."""
-    fd, temporary = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, full)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, int, int]:

@@ -12,18 +12,16 @@ import os
 import stat
 from pathlib import Path
 
-from harness.sandbox.edits import (
+from harness.sandbox.documents import (
     BINARY_SNIFF_BYTES,
     BOM,
     LINE_BREAK,
-    check_python_edit,
     decode_for_edit,
-    describe_change,
     keep_final_newline,
-    replace_once,
     split_lines,
-    unified_diff,
 )
+from harness.sandbox.edits import check_python_edit, describe_change, replace_once, unified_diff
+from harness.sandbox.redaction import REDACTED
 from harness.sandbox.search import suggest_paths
 from harness.sandbox.workspace import ToolError, Workspace
 
@@ -72,7 +70,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
                         f"{EDIT_MAX_BYTES:,} bytes.")
     document = decode_for_edit(read_bytes(ws, full, path), path)
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
-        raise ToolError(f"{path} holds the API key plainagent runs with (shown as [REDACTED]), so edit_file "
+        raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
     asked, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, asked)

@@ -21,8 +21,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.sandbox.edits import BINARY_SNIFF_BYTES, BOM, split_lines
-from harness.sandbox.workspace import Entry, IgnoreRules, ToolError, Workspace
+from harness.sandbox.documents import BINARY_SNIFF_BYTES, BOM, split_lines
+from harness.sandbox.ignore_rules import IgnoreRules
+from harness.sandbox.workspace import Entry, ToolError, Workspace
 
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better
 LIST_MAX_ENTRIES = 400  # entries per list_files call

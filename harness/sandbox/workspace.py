@@ -1,16 +1,20 @@
-"""The sandbox every tool works in: which paths may be touched, which files hold secrets, what the walk
-skips, the journal that lets /undo take back the agent's writes, and redaction of the API key.
+"""The sandbox every tool works in: which paths may be touched, the walk that lists them, the journal that
+lets /undo take back the agent's writes, and the session's API key, kept out of every result.
 
+The failures it prevents: a tool reaching outside the workspace (a `..`, an absolute path, a link that
+leads out), a secret read or overwritten, and a write of the agent's that the user cannot take back.
 `tools.py` calls this module and never decides these rules itself; this module knows nothing about the
 tools (it must not import `tools.py`). The rules:
   - every path a tool reads, lists, searches or writes passes `Workspace.confine`, one gate: its real
     location (links followed) must be inside the root, neither its name nor its target's may look like a
-    secret, and nothing under `.git/` is read or written (git commands through run_command are the way:
-    git's store holds credentials in .git/config, and its own tools know how to read the rest);
-  - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what git ignores
-    in a repository (asking git), else what the top-level .gitignore names;
+    secret (`secret_files.py`), and nothing under `.git/` is read or written (git commands through
+    run_command are the way: git's store holds credentials in .git/config, and its own tools know how to
+    read the rest);
+  - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what
+    `ignore_rules.py` says: tools' folders, and what git ignores;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
-    and refuses when the file is no longer what the agent left.
+    and refuses when the file is no longer what the agent left;
+  - every result is redacted with the session's key, by the one rule of `redaction.py`.
 Not covered: hard links (a hard link to a file outside is the file itself, and no path can tell), and
 links inside directories reached through a symlinked directory (the walk does not follow those).
 """
@@ -18,55 +22,17 @@ links inside directories reached through a symlinked directory (the walk does no
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
-import subprocess
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.edits import write_atomically
+from harness.sandbox.documents import write_atomically
 from harness.sandbox.guard import DEFAULT_RULES, Rule
-
-# Directories that hold tools' output, not the project: listing or searching them only burns tokens.
-SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
-             ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".next", ".parcel-cache"}
-
-# Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A pattern
-# matches the file's name; one with a "/" matches the path's last components (".aws/credentials" in any
-# folder); one ending in "/**" matches every file under a folder of that name, at any depth.
-SECRET_NAMES = [
-    # dotenv files: .env.local, .envrc, prod.env
-    ".env*", "*.env",
-    # private keys and key stores
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
-    # ssh and gpg: keys, and everything else in their folders (configs name hosts and key files)
-    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".ssh/**", ".gnupg/**", "secring.gpg",
-    # passwords and tokens in plain text
-    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd", ".vault-token", ".s3cfg", ".boto",
-    # repository configs: remote URLs with tokens, `http.extraheader = AUTHORIZATION: ...` (CI checkouts)
-    ".git/config", ".hg/hgrc",
-    # package registries: a token next to harmless settings (`_authToken=`, `password =`)
-    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
-    ".dockercfg", ".docker/config.json",
-    # cloud accounts: AWS, Azure, Google Cloud (user and service-account keys), GitHub CLI, Terraform Cloud
-    ".aws/credentials", ".azure/**", "application_default_credentials.json", "credentials.db",
-    "access_tokens.db", "credentials.json", "*service-account*.json", "*service_account*.json",
-    "gh/hosts.yml", ".terraform.d/credentials.tfrc.json",
-    # clusters
-    ".kube/config", "kubeconfig", "*.kubeconfig", "kubeconfig.yaml", "kubeconfig.yml",
-    # Terraform state and variables hold every secret a deployment used, in plain text
-    "*.tfstate", "*.tfvars", "*.tfvars.json",
-]
-# A backup of a secret is the secret: key.pem.bak, .env~, terraform.tfstate.backup.
-BACKUP_SUFFIXES = (".bak", ".backup", ".old", ".orig", ".save", ".swp", "~")
-# Templates that document the variables without values: the model may read these.
-NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
-
-REDACT_MIN_CHARS = 16  # shorter keys ("ollama", "EMPTY", "x") are placeholders, and text too common to blank
-PIECE_MIN_CHARS = 4  # a piece of the key left at a cut is blanked from this long ("sk-p" on is worth hiding)
-GIT_TIMEOUT = 10  # seconds for `git ls-files`; past it the walk falls back to reading .gitignore itself
+from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
+from harness.sandbox.redaction import leaks, redact
+from harness.sandbox.secret_files import is_secret
 
 
 class ToolError(Exception):
@@ -264,32 +230,15 @@ class Workspace:
             return f"Undone: removed {name}, which the agent had created."
         return f"Undone: {name} is back as it was before the agent's last edit."
 
-    # --- the API key ---
+    # --- the API key (the rule is redaction.py's; the workspace holds the session's key) ---
 
     def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
-        """The text with the API key blanked out, so no tool result ever shows it to the model. Redact before
-        cutting anything out: a cut through the key would leave its first half to show. Where a text was
-        already cut (a command's output, kept in a head and a tail), `cut_before` and `cut_after` say it
-        starts or ends at a cut, and a piece of the key there is blanked too."""
-        if not self.hides_secret():
-            return text
-        text = text.replace(self.secret, "[REDACTED]")
-        for size in range(len(self.secret) - 1, PIECE_MIN_CHARS - 1, -1):  # the longest piece first
-            if cut_after and text.endswith(self.secret[:size]):
-                text, cut_after = text[:-size] + "[REDACTED]", False
-            if cut_before and text.startswith(self.secret[-size:]):
-                text, cut_before = "[REDACTED]" + text[size:], False
-        return text
+        """The text with the session's API key blanked out, so no tool result ever shows it to the model."""
+        return redact(text, self.secret, cut_before=cut_before, cut_after=cut_after)
 
     def leaks(self, text: str) -> bool:
         """Whether `text` holds the API key (a command's environment variable, for instance)."""
-        return self.hides_secret() and self.secret in text
-
-    def hides_secret(self) -> bool:
-        # Real keys are long (OpenAI's 51+ characters, DeepSeek's 35, Mistral's 32); a short value such as
-        # "ollama", "EMPTY" or "x" is a local server's placeholder, and blanking it would corrupt every file
-        # and output that happens to hold those letters.
-        return len(self.secret) >= REDACT_MIN_CHARS
+        return leaks(text, self.secret)
 
 
 def follow_links(path: Path, shown: str) -> Path:
@@ -310,33 +259,6 @@ def follow_links(path: Path, shown: str) -> Path:
     return real
 
 
-def is_secret(path: str) -> bool:
-    """Whether a file may hold secrets, by its path relative to the root (or its name): ".env" -> True."""
-    parts = without_backup_suffixes(path.lower()).split("/")
-    for pattern in SECRET_NAMES:
-        if pattern.endswith("/**") and any(fnmatch.fnmatchcase(part, pattern[:-3]) for part in parts[:-1]):
-            return True
-    if parts[-1].endswith(NOT_SECRET_SUFFIXES):
-        return False
-    for pattern in SECRET_NAMES:
-        tail = "/".join(parts[-(pattern.count("/") + 1):])
-        if fnmatch.fnmatchcase(tail, pattern):
-            return True
-    return False
-
-
-def without_backup_suffixes(path: str) -> str:
-    """"key.pem.bak~" -> "key.pem"."""
-    while suffix := next((suffix for suffix in BACKUP_SUFFIXES if path.endswith(suffix)), ""):
-        path = path[: -len(suffix)]
-    return path
-
-
-def skip_dir(path: Path) -> bool:
-    """Folders no one wants listed: dependencies, caches, build metadata, virtualenvs."""
-    return path.name in SKIP_DIRS or path.name.endswith(".egg-info") or (path / "pyvenv.cfg").exists()
-
-
 def remove_empty(folders: list[Path]) -> None:
     """Remove these folders, deepest first, while they are empty: never a folder holding anything."""
     for folder in folders:
@@ -346,68 +268,3 @@ def remove_empty(folders: list[Path]) -> None:
             return
 
 
-# --- ignore rules ---
-
-
-class IgnoreRules:
-    """What the walk leaves out. In a git repository, git's own answer (every .gitignore, negations,
-    .git/info/exclude, the user's global excludes); elsewhere, the top-level .gitignore, simplified."""
-
-    def __init__(self, root: Path):
-        self.git_ignores = paths_git_ignores(root)
-        self.patterns = gitignore_patterns(root) if self.git_ignores is None else []
-        # An allow-list (`/*` then `!/src/`) read without its negations hides everything: say so when it does.
-        self.negations_skipped = self.git_ignores is None and any(
-            line.startswith("!") for line in gitignore_lines(root))
-
-    def ignores(self, relative: str, name: str, *, is_dir: bool) -> bool:
-        if self.git_ignores is None:
-            return is_ignored(relative, name, self.patterns, is_dir=is_dir)
-        parts = relative.split("/")
-        return any("/".join(parts[:n]) in self.git_ignores for n in range(1, len(parts) + 1))
-
-
-def paths_git_ignores(root: Path) -> set[str] | None:
-    """The untracked paths git ignores under `root`, relative to it (a folder ignored as a whole is one
-    path); None where git is missing, `root` is not in a repository, or `root` itself is ignored by the
-    repository around it (git's answer would hide everything). Asking for what is ignored, not for what is
-    shown, keeps empty folders visible and the answer short: node_modules/ is one line."""
-    # core.fsmonitor names a program git would run: a prepared .git/config must not run one by our hand.
-    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--others", "--ignored", "--exclude-standard",
-               "--directory", "-z"]
-    try:
-        listed = subprocess.run(command, cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    ignored = {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}  # "build/" -> "build"
-    if listed.returncode != 0 or "." in ignored:
-        return None
-    return ignored
-
-
-def gitignore_patterns(root: Path) -> list[str]:
-    """The top-level .gitignore's patterns (negations `!` are not supported and are skipped)."""
-    return [line.strip() for line in gitignore_lines(root) if line.strip() and not line.startswith(("#", "!"))]
-
-
-def gitignore_lines(root: Path) -> list[str]:
-    try:
-        return (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-
-
-def is_ignored(relative: str, name: str, patterns: list[str], *, is_dir: bool) -> bool:
-    """Git's rules, simplified: a pattern with an inner '/' is anchored at the root, others match any name."""
-    for pattern in patterns:
-        if pattern.endswith("/"):
-            if not is_dir:
-                continue
-            pattern = pattern.rstrip("/")
-        pattern = pattern.removeprefix("**/")
-        if "/" in pattern:
-            if fnmatch.fnmatch(relative, pattern.lstrip("/")):
-                return True
-        elif fnmatch.fnmatch(name, pattern):
-            return True
-    return False

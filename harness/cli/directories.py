@@ -1,0 +1,32 @@
+"""Where plainagent keeps its own files: the state directory (transcripts, the REPL's history) and the config
+directory (the user's AGENTS.md), after the XDG base directory spec. Never the workspace.
+
+One place reads the spec, so that every file of a kind lands in one directory: two readers that disagreed
+(one taking a relative $XDG_STATE_HOME, the other ignoring it) would put a session's transcript where
+--resume does not look, or the history where the next run does not find it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+NAME = "plainagent"  # the folder of ours inside each base directory
+
+
+def state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_STATE_HOME/plainagent, else ~/.local/state/plainagent: transcripts and the REPL's history."""
+    return base_dir("XDG_STATE_HOME", Path(".local", "state"), environ) / NAME
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_CONFIG_HOME/plainagent, else ~/.config/plainagent: the user's own settings (AGENTS.md)."""
+    return base_dir("XDG_CONFIG_HOME", Path(".config"), environ) / NAME
+
+
+def base_dir(variable: str, default: Path, environ: Mapping[str, str] | None) -> Path:
+    """The base directory `variable` names, else `default` under the home directory. A relative path in the
+    variable is ignored, as the spec says: it would depend on the directory plainagent was started in."""
+    value = (os.environ if environ is None else environ).get(variable, "")
+    return Path(value) if os.path.isabs(value) else Path.home() / default

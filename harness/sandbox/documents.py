@@ -1,0 +1,123 @@
+"""A file's bytes as edit_file reads and writes them: decoding, encoding back, and the atomic write.
+
+A file is decoded into a `Document` (UTF-8 text with "\n" line endings) and encoded back with the BOM, the
+line endings (one style or mixed) and the final newline it had, so an edit changes the bytes it means to
+change and no other: no CRLF file turned into LF, no BOM dropped, no newline added at the end. The write goes
+through a temporary file and a rename, so a full disk or a crash leaves the old file or the new, never half.
+
+This module also owns the line model every part of plainagent counts with: a line ends at CRLF, LF or CR
+and nowhere else (`LINE_BREAK`, `split_lines`). read_file, edit_file, search_files and the tool-call parser
+all use it, so the line numbers in results, excerpts, diffs and read_file output always agree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark: kept on the files that have it, never shown as text
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # where a line ends; str.splitlines would also split at \f and U+2028
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as read_file and edit_file count them: split at CRLF, LF or CR only, with no empty last line
+    after a final newline. str.splitlines also splits at form feeds, U+2028 and other separators, which
+    would make the line numbers of one tool disagree with another's."""
+    lines = LINE_BREAK.split(text)
+    return lines[:-1] if lines[-1] == "" else lines
+
+
+class EditRefused(Exception):
+    """The edit cannot be made safely; the message says why and what to send instead."""
+
+
+@dataclass
+class Document:
+    """A file loaded for editing: its text with "\n" line endings, and what is needed to write it back."""
+
+    raw: bytes  # the file's bytes as found, for the undo journal
+    text: str  # decoded, BOM removed, every line ending turned into "\n"
+    bom: bool
+    endings: list[str]  # the file's own line endings in order ("\r\n", "\n" or "\r"): one per "\n" in text
+
+    def encode(self, text: str) -> bytes:
+        """The bytes to write for an edited `text`, in the file's encoding and line endings."""
+        styles = set(self.endings)
+        if len(styles) <= 1:  # one style throughout, as in nearly every file: use it everywhere
+            data = text.replace("\n", styles.pop() if styles else "\n")
+        else:
+            data = reapply_endings(self.text, self.endings, text)
+        return BOM + data.encode("utf-8") if self.bom else data.encode("utf-8")
+
+
+def decode_for_edit(raw: bytes, path: str) -> Document:
+    """The text of a file edit_file may change, or EditRefused: binary or not UTF-8."""
+    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+        raise EditRefused(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only.")
+    try:
+        text = raw.removeprefix(BOM).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise EditRefused(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so it "
+                          "refuses. Use run_command with a tool that knows the encoding.") from None
+    return Document(raw, LINE_BREAK.sub("\n", text), raw.startswith(BOM), LINE_BREAK.findall(text))
+
+
+def reapply_endings(before: str, endings: list[str], after: str) -> str:
+    """`after` with a mixed file's line endings. An edit rewrites one stretch of lines: the lines around it
+    keep their own endings, and so does the end of the replaced text (the ending after it is not part of
+    it). Within the stretch, a line takes the ending of the line it replaces, in order; lines added take the
+    ending of the last line they replace, or, when they replace none, of the line they follow."""
+    old_lines, new_lines = before.split("\n"), after.split("\n")
+    old_endings = endings + [""]  # the last line ends the file: nothing follows it
+    shorter = min(len(old_lines), len(new_lines))
+    start = 0  # lines equal at the start, the last line excepted (its ending is only "the end of the file")
+    while start < shorter - 1 and old_lines[start] == new_lines[start]:
+        start += 1
+    end = 0  # lines equal at the end, not overlapping those at the start
+    while end < shorter - start and old_lines[-1 - end] == new_lines[-1 - end]:
+        end += 1
+    replaced = old_endings[start:len(old_lines) - end]
+    n_written = len(new_lines) - start - end
+    follows = old_endings[start - 1] if start else endings[0]  # the ending of the line before the stretch
+    written = []
+    for index in range(n_written):
+        last = index == n_written - 1
+        ending = (replaced[-1] if last else replaced[min(index, len(replaced) - 1)]) if replaced else follows
+        written.append(follows if ending == "" and not last else ending)  # a line no longer last needs an ending
+    chosen = old_endings[:start] + written + old_endings[len(old_lines) - end:]
+    return "".join(line + ending for line, ending in zip(new_lines, chosen))
+
+
+def keep_final_newline(before: str, after: str) -> str:
+    """`after`, ending with a newline exactly when `before` did, unless that newline is all the edit changes.
+
+    Models often add or drop a trailing "\n" on new_str by accident when they edit the last line, so the file's
+    own final newline wins. But an edit whose only change is the final newline (old_str "two", new_str
+    "two\n") asks for exactly that, a common lint fix: undoing it would leave the bytes as they were and
+    report success for nothing, so it is made.
+    """
+    kept = after
+    if before.endswith("\n") and after and not after.endswith("\n"):
+        kept = after + "\n"
+    elif not before.endswith("\n") and after.endswith("\n"):
+        kept = after[:-1]
+    return after if kept == before else kept
+
+
+def write_atomically(full: Path, data: bytes, mode: int) -> None:
+    """Write via a temporary file in the same directory and os.replace: the old file or the new, never half."""
+    fd, temporary = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, full)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

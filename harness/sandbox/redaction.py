@@ -1,0 +1,50 @@
+"""Redaction of the API key: the one rule for every text plainagent shows the model, writes down or prints.
+
+The key only ever goes out in the Authorization header, yet it can turn up in text: a file or a command's
+output that holds it, a server that echoes it back in an error, a task the user pasted it into. Each path
+that shows or writes such text blanks it here — tool results (through `Workspace.redact`), the transcript,
+and the error lines the user reads — so no path shows what another hides, or hides what another keeps.
+
+The rule: only a key of REDACT_MIN_CHARS characters or more is a secret. Real keys are long (OpenAI's 51+
+characters, DeepSeek's 35, Mistral's 32); a short value such as "ollama", "EMPTY" or "x" is a local
+server's placeholder, and blanking it would corrupt every file, output and task that holds those letters
+(`exit code 0` shown as `e[REDACTED]it code 0`, a resumed task "configure ollama" read back as "configure
+[REDACTED]"). Where a text was cut (a command's output kept as a head and a tail), a piece of the key left
+at the cut is blanked too, from PIECE_MIN_CHARS characters on.
+"""
+
+from __future__ import annotations
+
+REDACTED = "[REDACTED]"  # what the key is replaced with, wherever it is found
+REDACT_MIN_CHARS = 16  # shorter keys ("ollama", "EMPTY", "x") are placeholders, and text too common to blank
+PIECE_MIN_CHARS = 4  # a piece of the key left at a cut is blanked from this long ("sk-p" on is worth hiding)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether `key` is long enough to be a real API key, and so is redacted wherever it appears."""
+    return len(key) >= REDACT_MIN_CHARS
+
+
+def redact(text: str, key: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+    """The text with the API key blanked out. Redact before cutting anything out: a cut through the key would
+    leave its first half to show. Where a text was already cut (a command's output, kept in a head and a
+    tail), `cut_before` and `cut_after` say it starts or ends at a cut, and a piece of the key there is
+    blanked too.
+
+    >>> redact("key=sk-proj-0123456789abcdef;", "sk-proj-0123456789abcdef")
+    'key=[REDACTED];'
+    """
+    if not is_secret_key(key):
+        return text
+    text = text.replace(key, REDACTED)
+    for size in range(len(key) - 1, PIECE_MIN_CHARS - 1, -1):  # the longest piece first
+        if cut_after and text.endswith(key[:size]):
+            text, cut_after = text[:-size] + REDACTED, False
+        if cut_before and text.startswith(key[-size:]):
+            text, cut_before = REDACTED + text[size:], False
+    return text
+
+
+def leaks(text: str, key: str) -> bool:
+    """Whether `text` holds the API key, by the same rule (a command's environment variable, for instance)."""
+    return is_secret_key(key) and key in text

@@ -1,0 +1,46 @@
+"""A file's bytes decoded for an edit and encoded back exactly, the final newline kept, and the one line model
+(CRLF, LF or CR, nothing else) that read_file, edit_file, search and the parser count with. Edits through
+the tool, byte for byte, are in test_edits.py."""
+
+import pytest
+
+from harness.parser import toolcalls
+from harness.sandbox import documents
+from harness.sandbox.documents import decode_for_edit, keep_final_newline, split_lines, write_atomically
+
+
+@pytest.mark.parametrize("before, after, kept", [
+    ("a\n", "b", "b\n"), ("a", "b\n", "b"), ("a\n", "", ""), ("a", "b", "b"),
+    ("x\na", "x\na\n", "x\na\n"), ("x\na\n", "x\na", "x\na"),  # the newline is all the edit changes: made
+])
+def test_keep_final_newline(before, after, kept):
+    assert keep_final_newline(before, after) == kept
+
+
+def test_decode_for_edit_round_trips_bytes():
+    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r"]:
+        document = decode_for_edit(raw, "f")
+        assert document.encode(document.text) == raw
+
+
+def test_split_lines_breaks_at_crlf_lf_and_cr_only():
+    assert split_lines("a\r\nb\nc\rd\x0ce\u2028f\x1cg\x85h\n") == ["a", "b", "c", "d\x0ce\u2028f\x1cg\x85h"]
+    assert split_lines("") == [] and split_lines("\n") == [""] and split_lines("a") == ["a"]
+
+
+def test_the_parser_and_the_files_share_one_line_model():
+    """The parser finds lines where read_file counts them: the same pattern, not a copy that could drift."""
+    assert toolcalls.LINE_BREAK is documents.LINE_BREAK
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    target = tmp_path / "a.txt"
+    target.write_bytes(b"old\n")
+
+    def full_disk(*_):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(documents.os, "replace", full_disk)
+    with pytest.raises(OSError):
+        write_atomically(target, b"new\n", 0o644)
+    assert target.read_bytes() == b"old\n" and [path.name for path in tmp_path.iterdir()] == ["a.txt"]
