@@ -15,14 +15,13 @@ fix (never silence), and never produces a call the model did not write. Three ru
 
 from __future__ import annotations
 
-import ast
-import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 # Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
 # The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
+from harness.parser.arguments import LENIENT_JSON, Unreadable, matching_paren, read_arguments, skip_space
 from harness.sandbox.documents import LINE_BREAK
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
@@ -55,9 +54,6 @@ RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.I
 LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
-LENIENT_JSON = json.JSONDecoder(strict=False)  # strict=False: raw newlines and tabs inside strings are read as such
-CURLY_DOUBLE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"'})
-LONE_BACKSLASH = re.compile(r'\\(?![\\"/bfnrt]|u[0-9a-fA-F]{4})')
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
             "that point was discarded. Wait for the real results.")
 
@@ -92,14 +88,6 @@ class ParsedReply:
     text: str  # the reply as kept in the history: without leading reasoning, cut before an invented turn
     calls: list[ToolCall | BadCall] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # told to the model with the results
-
-
-class Unreadable(Exception):
-    """The arguments of a call could not be read; the message says why, `end` where the call is taken to end."""
-
-    def __init__(self, problem: str, end: int):
-        super().__init__(problem)
-        self.end = end
 
 
 def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = None) -> ParsedReply:
@@ -275,87 +263,6 @@ def read_call(text: str, head: re.Match, tool_names: list[str],
     return ToolCall(name, args, repair), end
 
 
-def read_arguments(text: str, start: int) -> tuple[dict, int, str | None]:
-    """Arguments from just after '(' to the closing ')': strict JSON first, then the few safe repairs."""
-    position = skip_space(text, start)
-    if text.startswith(")", position):
-        return {}, position + 1, None
-    try:
-        value, end = LENIENT_JSON.raw_decode(text, position)
-    except json.JSONDecodeError as error:
-        return repair_arguments(text, start, position, error)
-    except (ValueError, RecursionError):  # a 5000-digit number, `[[[[...` thousands deep: no cause for a traceback
-        close = matching_paren(text, start - 1)
-        raise Unreadable("the arguments hold a number too long or brackets nested too deep to read.",
-                         len(text) if close is None else close + 1) from None
-    if isinstance(value, str):  # a JSON string holding the object: decode it once more
-        try:
-            value = LENIENT_JSON.decode(value)
-        except (ValueError, RecursionError):
-            pass
-    if not isinstance(value, dict):
-        raise Unreadable("the arguments must be one JSON object, like {\"path\": \"a.py\"}.", end)
-    close = skip_space(text, end)
-    if not text.startswith(")", close):
-        raise Unreadable("expected ')' right after the JSON object.", end)
-    return value, close + 1, None
-
-
-def repair_arguments(text: str, start: int, position: int,
-                     error: json.JSONDecodeError) -> tuple[dict, int, str | None]:
-    """The arguments after the first repair that reads them as an object with string keys."""
-    complaint = f"the arguments are not valid JSON ({error.msg}, at character {error.pos - position + 1})."
-    close = matching_paren(text, start - 1)
-    if close is None:  # nothing after this point can be told apart from the broken arguments
-        raise Unreadable(complaint + " No closing ')' was found either.", len(text))
-    for repair, candidate in candidate_repairs(text[position:close]):
-        if isinstance(candidate, dict) and all(isinstance(key, str) for key in candidate):
-            return candidate, close + 1, repair
-    raise Unreadable(complaint, close + 1)
-
-
-def candidate_repairs(inner: str):
-    """(repair, value) for each repair in order; only these, since guessing further changes the code sent."""
-    curly = inner.translate(CURLY_DOUBLE)
-    attempts = [("straightening curly quotes", curly),
-                ("doubling backslashes that start no JSON escape", LONE_BACKSLASH.sub(r"\\\\", inner)),
-                ("straightening quotes and doubling backslashes", LONE_BACKSLASH.sub(r"\\\\", curly))]
-    for repair, candidate in attempts:
-        if candidate != inner:
-            try:
-                yield repair, LENIENT_JSON.decode(candidate)
-            except (ValueError, RecursionError):
-                pass
-    for source in dict.fromkeys([inner, curly]):
-        try:
-            yield "reading it as a Python dict", ast.literal_eval(source.strip())
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            pass
-
-
-def matching_paren(text: str, open_at: int) -> int | None:
-    """Index of the ')' closing the '(' at open_at, skipping brackets and parentheses inside strings."""
-    depth, quote, position = 0, None, open_at
-    closing_quote = {'"': '"', "'": "'", "\u201c": "\u201d"}
-    while position < len(text):
-        char = text[position]
-        if quote:
-            if char == "\\":
-                position += 1
-            elif char == closing_quote[quote]:
-                quote = None
-        elif char in closing_quote:
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return position if char == ")" else None
-        position += 1
-    return None
-
-
 # --- lines and what is not a call ---
 
 
@@ -368,12 +275,6 @@ def end_of_line(text: str, position: int) -> int:
 def next_line(text: str, line_end: int) -> int:
     """Where the line after the one ending at `line_end` starts."""
     return line_end + (2 if text.startswith("\r\n", line_end) else 1)
-
-
-def skip_space(text: str, position: int) -> int:
-    while position < len(text) and text[position] in " \t\r\n":
-        position += 1
-    return position
 
 
 def bare_call(text: str, position: int, tool_names: list[str]) -> tuple[str, int] | None:
