@@ -4,19 +4,13 @@
 # ///
 """plainagent: a coding agent in plain Python, talking plain HTTP to any OpenAI-compatible endpoint.
 
-The loop (`run_task`) talks to four seams and nothing else:
-  model    `model.chat(messages) -> Reply`: POST the whole conversation to {base_url}/chat/completions
-  parser   `parse_reply(text, tool names)`: the `tool: NAME({json})` lines of the reply
-  tools    `tools.run(call) -> CallResult`: one call, run in the workspace (tools.py)
-  history  `history.add(role, text)`, `history.add_results(results, notes)`: the conversation, one list
-The task goes into the history; the model answers the whole history; its reply goes in too, calls included,
-so it sees what it did; a reply without calls is the answer; otherwise every call runs (a failure becomes a
-result, never a crash), the results go back as one message, and round again. With bare parts (a client
-without streaming or retries, a toolbox that asks nothing, `History` below) that is the whole agent;
-`build_session` wraps each seam in its armour from harness/: the reply shown as it streams and kept inside
-the window (model/), modes, questions and deny rules in the tools (sandbox/), the token budget, compaction
-and the transcript in the history (history/). The model never touches the machine: it writes text, and this
-script decides what runs.
+The loop (`run_task`) talks to four seams and nothing else: the model (`ChatModel`), the parser (`parse_reply`),
+the tools (`Tools`) and the history (`Conversation`). The task goes into the history; the model answers the whole
+history; its reply goes in too, calls included, so it sees what it did; a reply without calls is the answer;
+otherwise the calls run in order (a failure becomes a result, never a crash, and stops the calls after it), the
+results go back as one message, and round again. With bare parts (a client without streaming or retries, a
+toolbox that asks nothing, `History` below) that is the whole agent. `build_session` wraps each seam in its
+armour from harness/. The model never touches the machine: it writes text, and this script decides what runs.
 """
 
 from __future__ import annotations
@@ -27,6 +21,7 @@ import signal
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from harness.cli.args import parse_args  # argparse alone
 
@@ -37,7 +32,7 @@ if __name__ == "__main__":
         signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     parse_args(sys.argv[1:])
 
-import prompt  # every word the model reads
+import prompt  # the words the model reads
 from harness.cli.commands import repl
 from harness.cli.config import Config, ConfigError, load_config, read_task
 from harness.cli.display import LiveReply, describe_tokens, indented, log
@@ -48,44 +43,65 @@ from harness.history.transcript import Loaded, SubagentTranscript, Transcript, T
 from harness.model.client import Client
 from harness.model.model import Model
 from harness.model.replies import ChatError, Reply
-from harness.parser.toolcalls import BadCall, CallResult, ParsedReply, ToolCall, parse_reply
+from harness.parser.toolcalls import BadCall, CallResult, ToolCall, parse_reply
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
 from harness.sandbox.permissions import Permissions, describe
 from harness.sandbox.workspace import ToolError, Workspace
 from tools import TOOLS, Toolbox
 
-MAX_FORMAT_ERRORS = 3  # replies in a row whose calls could not be read before the task is given up
+MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
+SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
+
+
+# --- the four seams: what the loop needs of each part (the parser is a function, parse_reply) ---
+
+
+class ChatModel(Protocol):  # harness/model/client.py's Client; a session's harness/model/model.py Model
+    def chat(self, messages: list[dict]) -> Reply: ...
+
+
+class Tools(Protocol):  # tools.py's Toolbox
+    names: list[str]  # every tool's name, for the parser
+    def run(self, call: ToolCall | BadCall, refusal: str | None = None) -> CallResult: ...
+
+
+class Conversation(Protocol):  # History, below; a session's harness/history/context.py Context
+    messages: list[dict]  # what the model is sent: system prompt, then user and assistant turns
+    def add(self, role: str, content: str) -> None: ...
+    def add_results(self, results: list[CallResult], notes: list[str]) -> None: ...
 
 
 # --- the loop ---
 
 
-def run_task(task: str, model: Model, tools: Toolbox, history: History, max_steps: int = 30) -> str:
+def run_task(task: str, model: ChatModel, tools: Tools, history: Conversation, max_steps: int = 30) -> str:
     """Run one task to its final answer: chat, parse, run the calls, add their results; repeat."""
     history.add("user", task)
-    watch = Watch()  # this task's guards against a model that is stuck
+    guard = LoopGuard()  # this task's: against a model that is stuck
     for _ in range(max_steps):  # each turn is one model call
         reply = model.chat(history.messages)
         parsed = parse_reply(reply.text, tools.names, reply.finish_reason)
         history.add("assistant", parsed.text)  # always, calls included: the model sees what it did
-        if not parsed.calls:
-            return final_answer(reply, parsed)
-        watch.check(parsed.calls)  # too many replies in a row whose calls could not be read end the task
+        if not parsed.calls:  # the answer, unless it is none (cut off, filtered, empty): then the task failed
+            if problem := reply.no_answer(parsed.text):
+                raise AnswerIncomplete(problem, parsed.text or reply.reasoning.strip())  # shown, not taken as done
+            return parsed.text
+        guard.check(parsed.calls)  # too many replies in a row whose first call cannot be read end the task
         results: list[CallResult] = []
         try:
-            run_calls(parsed.calls, tools, watch, results)
+            run_calls(parsed.calls, tools, guard, results)
         finally:  # interrupted too: the calls that ran keep their results, and roles keep alternating
             history.add_results(results, parsed.notes)
     raise TaskStopped(prompt.STEP_LIMIT.format(n=max_steps))
 
 
-def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watch: Watch, results: list[CallResult]) -> None:
+def run_calls(calls: list[ToolCall | BadCall], tools: Tools, guard: LoopGuard, results: list[CallResult]) -> None:
     """Run a reply's calls in order, one result each into `results`. A call that fails stops the reply there:
     the calls after it may depend on it, so they are reported as not run rather than run without it."""
     for index, call in enumerate(calls):
         try:
-            result = tools.run(call, refusal=watch.repeated(call))
+            result = tools.run(call, refusal=guard.repeated(call))
         except KeyboardInterrupt:
             results += [CallResult(later.name, later.args, False, prompt.INTERRUPTED) for later in calls[index:]]
             raise
@@ -93,13 +109,6 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watch: Watch, res
         if not result.ok:
             results += [CallResult(later.name, later.args, False, prompt.NOT_RUN) for later in calls[index + 1:]]
             return
-
-
-def final_answer(reply: Reply, parsed: ParsedReply) -> str:
-    """The text of a reply without calls, unless it is no answer at all (cut off, empty): then the task failed."""
-    if problem := reply.no_answer(parsed.text):
-        raise AnswerIncomplete(problem, parsed.text or reply.reasoning.strip())  # shown, not taken as done
-    return parsed.text
 
 
 class History:
@@ -117,7 +126,7 @@ class History:
         self.add("user", prompt.render_results([prompt.render_result(r.name, r.ok, r.output) for r in results], notes))
 
 
-class Watch:
+class LoopGuard:
     """One task's guards against a model that is stuck: replies whose calls cannot be read, MAX_FORMAT_ERRORS
     in a row, end the task; the same call MAX_REPEATS times in a row is refused (its result will not change)."""
 
@@ -180,17 +189,12 @@ class Session:
 
     def resume(self, loaded: Loaded) -> None:
         """Take up a transcript's history after the system prompt, and close what a crash left open."""
-        self.history.take_up(loaded.messages, loaded.results, loaded.context_tokens)
-        messages = self.history.messages
-        calls = parse_reply(messages[-1]["content"], list(TOOLS)).calls if messages[-1]["role"] == "assistant" else []
-        if len(messages) > 1 and (messages[-1]["role"] == "user" or any(isinstance(c, ToolCall) for c in calls)):
+        if self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):  # it ended abruptly
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
 
     def record_ending(self, note: str) -> None:
-        """Keep the history true and well-formed after a task ended without an answer: roles must keep
-        alternating, and the model must not believe work happened that did not. A request that never got a
-        reply is closed with a note in the assistant's place; calls whose results never came are explained
-        with the next task."""
+        """After a task ended without an answer: roles keep alternating, and the model hears what did not happen
+        (in the assistant's place after a request left without a reply, else with the next task)."""
         if self.history.messages[-1]["role"] == "user":
             self.history.add("assistant", f"({note})")
         else:
@@ -206,15 +210,12 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     tools = Toolbox(workspace, permissions, log=log)
     history = Context([], config.context_tokens, transcript=transcript, log=log)
     model = Model(client, display, history, tokens)
-    history.summarize_with = model.quiet  # compaction's summaries are model calls too: counted, not shown
+    history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
     history.add("system", prompt.render_system_prompt(permissions.tools(TOOLS), instructions))  # the mode's tools
     session = Session(config, model, tools, history, list(instructions))
     if not permissions.subagent:  # a sub-agent cannot start sub-agents
         tools.subagent = lambda task: run_subagent(session, task)
     return session
-
-
-SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
 
 
 def run_subagent(parent: Session, task: str) -> str:
@@ -277,7 +278,7 @@ def attempt(session: Session, task: str) -> int:
     except Exception as error:  # the loop's endings (ChatError, TaskStopped), or a bug of ours: one line each
         display, ending = session.model.display, isinstance(error, (ChatError, TaskStopped))
         if (partial := getattr(error, "partial", "")) and not (display and display.showed(partial)):
-            log(partial)
+            log(session.tools.workspace.redact(partial))
         line = session.tools.workspace.redact(str(error))  # a server may echo the key back
         line = line if ending else f"internal error, please report it: {type(error).__name__}: {line}"
         log(f"plainagent: {line}")

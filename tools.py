@@ -20,13 +20,14 @@ from __future__ import annotations
 import inspect
 import re
 import time
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
-from harness.sandbox.documents import EditRefused
+from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
 from harness.sandbox.files import change_file, read_text
 from harness.sandbox.guard import denied_by, refusal
@@ -44,7 +45,7 @@ from harness.sandbox.search import (
 )
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import ToolError, Workspace
-from prompt import JSON_TYPES, format_error
+from prompt import JSON_TYPES, UNKNOWN_TOOL, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
@@ -264,7 +265,7 @@ def parameters(tool: Callable) -> list[inspect.Parameter]:
 def check_args(name: str, args: dict) -> str | None:
     """What is wrong with a call's name or arguments, as a sentence for the model; None if nothing is."""
     if name not in TOOLS:
-        return f'There is no tool "{name}". The tools are: {", ".join(TOOLS)}.'
+        return UNKNOWN_TOOL.format(name=name, names=", ".join(TOOLS))
     params = {param.name: param for param in parameters(TOOLS[name])}
     unknown = [arg for arg in args if arg not in params]
     if unknown:
@@ -273,22 +274,39 @@ def check_args(name: str, args: dict) -> str | None:
     if missing:
         return f"{name} needs the argument {', '.join(missing)}."
     for arg, value in args.items():
-        expected = typing.get_args(params[arg].annotation) or (params[arg].annotation,)
-        if not any(matches_type(value, kind) for kind in expected):
-            wanted = " or ".join(JSON_TYPES[kind] for kind in expected)
-            return f"{name}: argument {arg} must be {wanted}, not {JSON_TYPES.get(type(value), 'that')}."
-        if isinstance(value, str) and not value.encode("utf-8", "surrogatepass").decode("utf-8", "ignore") == value:
+        if not matches_type(value, params[arg].annotation):
+            return (f"{name}: argument {arg} must be {type_name(params[arg].annotation)}, "
+                    f"not {JSON_TYPES.get(type(value), 'that')}.")
+        if isinstance(value, str) and not is_text(value):
             return (f"{name}: argument {arg} holds a lone surrogate (a \\ud800-style escape that is half of a "
                     "character), which is not text; write the character itself.")
     return None
 
 
-def matches_type(value, kind) -> bool:
-    if kind is type(None):
-        return value is None
-    if kind is int and isinstance(value, bool):  # JSON true is not a line number
+def matches_type(value, hint) -> bool:
+    """Whether a JSON value fits a parameter's type hint: str, int, float, bool, None, list[...], dict, unions."""
+    origin, members = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(matches_type(value, member) for member in members)
+    if origin is list:  # list[str]: a list, each item of that type
+        return isinstance(value, list) and all(matches_type(item, members[0]) for item in value)
+    if hint in (int, float) and isinstance(value, bool):  # JSON true is not a line number
         return False
-    return isinstance(value, kind)
+    if hint is float:  # JSON has one number type: 3 is a fine float
+        return isinstance(value, (int, float))
+    if hint is None or hint is type(None):
+        return value is None
+    return isinstance(value, origin or hint) if isinstance(origin or hint, type) else True  # Any, or unannotated
+
+
+def type_name(hint) -> str:
+    """How the model is told what a parameter takes: "a string or null", "a list of a string"."""
+    origin, members = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(member) for member in members)
+    if origin is list:
+        return f"a list of {type_name(members[0])}" if members else "a list"
+    return JSON_TYPES.get(origin or hint, getattr(hint, "__name__", str(hint)))
 
 
 def run_tool(ws: Workspace, name: str, args: dict, subagent: Callable[[str], str] | None = None) -> CallResult:

@@ -34,7 +34,7 @@ from fake_endpoint import FakeEndpoint, completion, install_program  # noqa: E40
 
 N_FILES = 30
 FILE_LINES = 90  # about 6 KB a file (read_file adds ~7 bytes a line): one read fits an 8,000-token budget, three do not
-SUMMARY_MARK = "You keep the notes"  # how the fake model recognises a request for a summary (context.SUMMARY_PROMPT)
+SUMMARY_MARK = "You keep the notes"  # how the fake model recognises a request for a summary (compaction.SUMMARY_PROMPT)
 ASK = re.compile(r"What is the word on the last line of notes/file_(\d+)\.txt\?")
 COLLECT = re.compile(r"Read notes/file_01\.txt to notes/file_(\d+)\.txt")
 FILE_WORD = re.compile(r"The word of file (\d+) is (\w+)\.")

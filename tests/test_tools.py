@@ -836,3 +836,29 @@ def test_an_unexpected_exception_in_a_tool_becomes_a_result(ws, monkeypatch):
 
 def test_a_command_ended_by_a_signal_says_so(ws):
     assert run(ws, "run_command", command="kill -9 $$").output == "killed by signal 9 (SIGKILL); no output"
+
+
+def tag_files(ws: Workspace, paths: list[str], weight: float = 1.0, where: Path | None = None) -> str:
+    """A tool a user might add: a list of strings, a float, and a hint JSON cannot give.
+
+    Args:
+        paths: the files.
+        weight: how much.
+        where: a place.
+    """
+    return f"{len(paths)} files at {weight}"
+
+
+@pytest.mark.parametrize("args, problem", [
+    ({"paths": ["a.py", "b.py"]}, None),
+    ({"paths": ["a.py"], "weight": 3}, None),  # JSON has one number type: 3 is a fine float
+    ({"paths": ["a.py", 7]}, "tag_files: argument paths must be a list of a string, not a list."),
+    ({"paths": "a.py"}, "tag_files: argument paths must be a list of a string, not a string."),
+    ({"paths": [], "weight": True}, "tag_files: argument weight must be a number, not true or false."),
+    ({"paths": [], "where": "src"}, "tag_files: argument where must be Path or null, not a string."),
+])
+def test_arguments_are_checked_against_any_type_hint_a_new_tool_may_use(monkeypatch, ws, args, problem):
+    monkeypatch.setitem(TOOLS, "tag_files", tag_files)
+    assert check_args("tag_files", args) == problem
+    result = tools.Toolbox(ws).run(tools.ToolCall("tag_files", args))  # never an exception out of the toolbox
+    assert result.ok is (problem is None)

@@ -11,9 +11,9 @@ import re
 import sys
 from collections.abc import Callable
 
-from harness.cli.config import is_text
 from harness.cli.display import log
 from harness.cli.terminal import TaskReader
+from harness.sandbox.documents import is_text
 from harness.sandbox.permissions import describe
 
 

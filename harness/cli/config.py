@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 from dotenv import dotenv_values
 
 from harness.model.hosts import is_local
+from harness.sandbox.documents import is_text
 from harness.sandbox.guard import parse_rules
+from harness.sandbox.permissions import MODES
 
 
 @dataclass
@@ -48,7 +50,6 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM"}  # Config field -> variable
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
-MODES = ("ask", "read-only", "edits", "yes")  # permissions.py says what each asks
 
 
 def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path) -> Config:
@@ -193,12 +194,3 @@ def read_task(prompt: str) -> str:
     if not prompt.strip():
         raise ConfigError("the task is empty: pass it as -p \"TASK\", or pipe it in with -p -.")
     return prompt
-
-
-def is_text(text: str) -> bool:
-    """False for a string holding lone surrogates: bytes that were not UTF-8, which no server can take."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

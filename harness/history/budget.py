@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from harness.model.client import ChatError
+from harness.model.replies import ChatError
 
 COMPACT_AT = 0.75  # share of the budget a request may reach; the rest is left for the model's reply
 BYTES_PER_TOKEN = 3.0  # before the server says: English runs ~4 bytes a token, code ~3, CJK ~2-3 (3 bytes a char)

@@ -12,11 +12,14 @@ import json
 from collections.abc import Callable
 
 from harness.history.budget import Budget
+from harness.sandbox.permissions import READING_TOOLS
 from prompt import render_result, render_results
 
 COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away
 RECENT_SHARE = 0.25  # share of the budget the recent turns a summary keeps verbatim may take
-REREADABLE = {"read_file", "list_files", "search_files"}  # tools that only read: calling again gets the output back
+# Tools whose output can be had again by calling them again: the reading ones, but delegate (a sub-agent's answer
+# costs a whole sub-agent run, and may differ).
+REREADABLE = set(READING_TOOLS) - {"delegate"}
 
 # The words the model reads about compaction (kept here, next to what they describe).
 SUMMARY_PROMPT = """\

@@ -42,7 +42,8 @@ from harness.history.compaction import (
 )
 from harness.history.transcript import Transcript
 from harness.model.replies import ChatError, Reply
-from harness.parser.toolcalls import CallResult
+from harness.parser.toolcalls import CallResult, opens_call
+from harness.sandbox.documents import split_lines
 from prompt import render_result, render_results
 
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
@@ -75,7 +76,7 @@ class Context:
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
         self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
-        self.summarize_with = summarize_with  # the model call that writes a summary (Model.quiet); None: no summaries
+        self.summarize_with = summarize_with  # the model call that writes a summary (Model.chat_unshown); None: none
         self.transcript = transcript or Transcript()
         self.log = log
 
@@ -92,17 +93,22 @@ class Context:
             self.transcript.write("tool", name=result.name, ok=result.ok, seconds=round(result.seconds, 3))
         record = {"calls": [{"name": result.name, "args": result.args, "ok": result.ok,
                              "bytes": len(result.output.encode("utf-8", errors="surrogatepass")),
-                             "lines": len(result.output.splitlines())} for result in results], "notes": notes}
+                             "lines": len(split_lines(result.output))} for result in results], "notes": notes}
         self.results[len(self.messages)] = record
         self.outputs[len(self.messages)] = (results, notes)
         self.add("user", render_fitted(results, notes, self.results_room()), results=record)
 
-    def take_up(self, messages: list[dict], results: dict[int, dict], tokens: int | None) -> None:
+    def resume_from(self, messages: list[dict], results: dict[int, dict], tokens: int | None) -> bool:
         """Carry on a resumed session (--resume): its messages after the system prompt, the calls behind its
-        results, and the budget it learnt from a server's window, if lower than ours."""
+        results, and the budget it learnt from a server's window, if lower than ours. True when it had ended
+        abruptly: a request left without a reply, or a reply whose calls never got their results."""
         self.messages[1:], self.results = messages, results
         if tokens:
             self.budget.tokens = min(tokens, self.budget.tokens)
+        last = self.messages[-1]
+        calls = last["role"] == "assistant" and any(opens_call(line, complete=True)
+                                                    for line in split_lines(last["content"]))
+        return len(self.messages) > 1 and (last["role"] == "user" or calls)
 
     def reset(self) -> None:
         """Forget the conversation but the system prompt (/reset). Recorded as a compaction down to the system
@@ -287,5 +293,5 @@ def cut(output: str, room: int) -> str:
     tail = data[len(data) - half:].decode("utf-8", errors="ignore") if half else ""
     tail = tail[tail.index("\n") + 1:] if "\n" in tail else tail
     missing = len(data) - sum(len(part.encode("utf-8", errors="surrogatepass")) for part in (head, tail))
-    note = CUT_NOTE.format(lines=len(output.splitlines()), total=len(data), size=missing)
+    note = CUT_NOTE.format(lines=len(split_lines(output)), total=len(data), size=missing)
     return head + ("" if head.endswith("\n") or not head else "\n") + note + tail

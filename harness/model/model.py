@@ -16,8 +16,8 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
-from harness.model.client import ChatError, Client
-from harness.model.replies import Reply
+from harness.model.client import Client
+from harness.model.replies import ChatError, Reply
 
 if TYPE_CHECKING:  # for the annotations only: the history module does not need to load for this one
     from harness.cli.display import LiveReply
@@ -46,7 +46,7 @@ class Model:
                 self.history.fit()  # compacts first if this request would not fit the budget
             started = time.monotonic()
             try:
-                reply = self.shown(messages)
+                reply = self.send(messages)
             except ChatError as error:  # a refusal for length shrinks the history, and the turn is asked again
                 if self.history is None or not self.history.refused(error, last=n_refusals == MAX_REFUSALS):
                     raise
@@ -57,13 +57,13 @@ class Model:
             return reply
         raise AssertionError("unreachable: the last refusal raises")
 
-    def quiet(self, messages: list[dict]) -> Reply:
+    def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
         reply = self.client.chat(messages)
         self.count(messages, reply)
         return reply
 
-    def shown(self, messages: list[dict]) -> Reply:
+    def send(self, messages: list[dict]) -> Reply:
         if self.display is None:
             return self.client.chat(messages)
         self.display.start()

@@ -19,10 +19,12 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
+from harness.parser.arguments import LENIENT_JSON, Unreadable, matching_paren, read_arguments, skip_space
+
 # Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
 # The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
-from harness.parser.arguments import LENIENT_JSON, Unreadable, matching_paren, read_arguments, skip_space
 from harness.sandbox.documents import LINE_BREAK
+from prompt import UNKNOWN_TOOL
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
 
@@ -254,7 +256,7 @@ def read_call(text: str, head: re.Match, tool_names: list[str],
         except Unreadable as error:
             end, problem = error.end, str(error)
     if name not in tool_names:
-        return BadCall(f'There is no tool "{name}". The tools are: {", ".join(tool_names)}.', name), end
+        return BadCall(UNKNOWN_TOOL.format(name=name, names=", ".join(tool_names)), name), end
     if args is None:
         if finish_reason == "length":
             problem = ("Your reply was cut off at the output token limit inside this call, so it was not run. "

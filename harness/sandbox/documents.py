@@ -23,6 +23,16 @@ BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark: kept on the files that have it
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # where a line ends; str.splitlines would also split at \f and U+2028
 
 
+def is_text(text: str) -> bool:
+    """False for a string holding lone surrogates (bytes that were not UTF-8, or a JSON \\ud800 escape): they are
+    no characters, so no file, server or terminal can take them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as read_file and edit_file count them: split at CRLF, LF or CR only, with no empty last line
     after a final newline. str.splitlines also splits at form feeds, U+2028 and other separators, which

@@ -1,7 +1,8 @@
 """How edit_file finds the one place old_str names, and what it tells the model and the user about the change.
 
-Pure text functions, no workspace: `tools.edit_file` reads the bytes, decodes them (`documents.py`), calls
-these, and writes. A refusal is an `EditRefused` whose message tells the model what to do instead.
+Pure text functions, no workspace: `files.change_file` (edit_file's steps) reads the bytes, decodes them
+(`documents.py`), calls these, and writes. A refusal is an `EditRefused` whose message tells the model what
+to do instead.
 
 The failure this prevents is an edit applied in the wrong place. Matching is exact first; only when that
 fails are a few whitespace-only rules tried, each still needing a unique match. Similarity never applies an

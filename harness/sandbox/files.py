@@ -2,7 +2,8 @@
 the write, and creating a new file.
 
 Helpers of the tools in tools.py (their docstrings, what the model reads, stay there). Every path has passed
-`Workspace.resolve`; the text work itself (decoding, matching old_str, keeping line endings) is edits.py's;
+`Workspace.resolve`; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's
+(matching old_str);
 the question before the write and the write with its undo record are the workspace's (`approve`, `write`).
 """
 

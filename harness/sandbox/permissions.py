@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.cli.config import MODES
 from harness.cli.terminal import render_question
 from harness.sandbox.workspace import Confirm
 
-# The tools that only read. An allowlist, so that a new tool counts as writing until it is added here.
+MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe() says what each asks
+# The tools that only read, offered in read-only sessions. An allowlist: a new tool is left out of read-only
+# sessions until it is added here. (Whether a tool asks before it acts is its own call to ws.approve.)
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
 READ_ONLY = ("This session is read-only: {name} is not available, and nothing can be "
              "written or run. Use the reading tools, or tell the user what you would change and how.")
@@ -30,7 +31,7 @@ SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answ
 
 @dataclass
 class Permissions:
-    mode: str = "ask"  # one of config.MODES
+    mode: str = "ask"  # one of MODES
     ask: Confirm | None = None  # the question at the terminal; None approves (no one to ask, as in tests)
     log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown
     subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
