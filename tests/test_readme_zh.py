@@ -15,6 +15,7 @@ import importlib.util
 import io
 import json
 import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -217,7 +218,7 @@ def through_a_socks_proxy(monkeypatch) -> str | None:
     (then requests speaks SOCKS, and the line is another one)."""
     if importlib.util.find_spec("socks"):
         return None
-    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:9")  # refused before any connection
     return chat_error()
 
 
@@ -270,10 +271,13 @@ def reproduced(tmp_path: Path, monkeypatch) -> list[str]:
         # old_str not found
         *edit_not_found(tmp_path),
     ]
-    # A proxy in the environment that nothing answers (port 9: discard, never listened on here); the request
-    # goes to it, not to taotoken.net.
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
-    outputs.append(chat_error())
+    # A proxy in the environment that is not running: its port is held by a socket that never listens, so the
+    # connection is refused at once (and nothing else can take the port meanwhile). The request goes to the
+    # proxy, never to taotoken.net.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{held.getsockname()[1]}")
+        outputs.append(chat_error())
     monkeypatch.delenv("HTTPS_PROXY")
     return outputs
 
