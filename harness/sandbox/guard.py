@@ -1,13 +1,11 @@
 """Command guard rails: the deny rules every command the model asks for is checked against, in every mode.
 
-A guard rail against accidents, not a sandbox: a model that misreads a task may type `sudo`, wipe a home
-directory or force-push; these rules stop that before the user is asked (and in --mode yes, where nobody is).
-They say what a command does, not how it is spelled: the line is read as the shell reads it (quoting undone;
-variables, `~`, `cd`, braces and globs followed), every simple command in it, in `$(...)`, `<(...)` and in
-words that hold a command line (`bash -c "..."`). Any program can run another (`nohup`, `taskset 1`, `xargs -I
-{}`), so every word is taken as a program that may run, the words after it its arguments, unless the command
-starts with a program that prints or searches its words (echo, grep). The price is a few false refusals (`git
-commit -m "no sudo"`), each with a clear message. README.md's "Guard rails" lists what is not caught.
+A guard rail against accidents, not a sandbox: it stops a model that types `sudo`, wipes a home directory or
+force-pushes, before the user is asked (and in --mode yes). The rules say what a command does, not how it is
+spelled: the line is read as the shell reads it (quoting, variables, `~`, `cd`, braces, globs), with what runs
+inside `$(...)`, `<(...)` and `bash -c "..."`; and since any program can run another (`nohup`, `taskset 1`,
+`xargs -I {}`), every word is taken as a program that may run, unless the command starts with one that prints
+or searches its words (echo, grep). The price is a few false refusals, each with a clear message.
 """
 
 from __future__ import annotations
@@ -45,9 +43,7 @@ MAX_DEPTH = 4  # command lines inside command lines; deeper than this is not a m
 
 
 class Word(str):
-    """A shell word with its quoting undone; `subs`: the text of each $(...), `...` or <(...) in it."""
-
-    subs: list[str] = []
+    subs: list[str] = []  # a shell word, quoting undone; subs: the text of each $(...), `...` or <(...) in it
 
 
 @dataclass
@@ -185,18 +181,16 @@ def denied_by(command: str, rules: list[Rule], cwd: str | None = None) -> Rule |
     return next((rule for rule in rules for c in line if rule.matches(c)), None)
 
 
-def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth: int = 0,
-         substituted: bool = False) -> list[Command]:
+def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth: int = 0) -> list[Command]:
     """`line` with every simple command of a command line added, in order, with those in its substitutions and
-    in its words that hold a command line of their own; each knows the directory it runs in and the variables.
-    `substituted`: the text is a substitution's, whose output the shell uses (`sh -c "$(printf 'sudo id')"`)."""
+    in its words that hold a command line of their own; each knows the directory it runs in and the variables."""
     text, subs, words, piped = text.replace("\\\n", ""), [], [], False  # a continued line is one line
     # Each substitution stands aside as \0N\0 while the words are read, so its quotes and spaces stay its own.
     hidden = SUBSTITUTION.sub(lambda match: subs.append((match[0], match[2] if match[1] is None else match[1]))
                               or f"\0{len(subs) - 1}\0", text)
     for match in TOKEN.finditer(hidden + ";"):
         if match[3]:  # a quote left open: the shell refuses the line; read it without quotes, so it is checked
-            return read(re.sub("['\"]", "", text), cwd, variables, line, depth, substituted)
+            return read(re.sub("['\"]", "", text), cwd, variables, line, depth)
         raw = match[2] or ""
         for word in braces(re.sub("\0(\\d+)\0", lambda n: subs[int(n[1])][0], QUOTED.sub(unquote, raw))) if raw else []:
             words.append(Word(word))
@@ -215,12 +209,12 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
                 target = next((word for word in words[1:] if not word.startswith("-")), "~")
                 cwd = path_of(target if expand(target, command) != "" else "~", command)
             prints = len(command.calls) == 1 and command.calls[0][0] in PRINTS_ITS_WORDS
-            nested = [(sub, True) for word in words for sub in word.subs] + [
-                (word, False) for word in words if not prints and re.search(r"[\s;&|<>()]", word)]
-            if prints and command.calls[0][0] in ("echo", "printf") and (substituted or match[1] in ("|", "|&")):
-                nested.append((" ".join(words[1:]), False))  # what it prints is used: echo "sudo id" | sh
-            for text_inside, is_substitution in nested if depth < MAX_DEPTH else []:
-                read(text_inside, command.cwd, variables, line, depth + 1, is_substitution)
+            nested = [sub for word in words for sub in word.subs] + [
+                word for word in words if not prints and re.search(r"[\s;&|<>()]", word)]
+            if prints and command.calls[0][0] in ("echo", "printf") and (depth or match[1] in ("|", "|&")):
+                nested.append(" ".join(words[1:]))  # what it prints may be run: echo "sudo id" | sh, "$(printf ...)"
+            for text_inside in nested if depth < MAX_DEPTH else []:
+                read(text_inside, command.cwd, variables, line, depth + 1)
             words = []
         piped = match[1] in ("|", "|&") or match[1] == "(" and piped
     return line
@@ -271,14 +265,11 @@ def expand(word: str, command: Command) -> str | None:
     of a substitution, a variable set by `for`, `${X:?}` of an unset X, which stops the command)."""
     if not re.search(r"[$`~]", word):
         return word
-    unknown = bool(re.search(r"[$<>]\(|`", word))
 
-    def value(match: re.Match) -> str:
-        nonlocal unknown
+    def value(match: re.Match) -> str:  # "\0" where the value is not known
         name, operator = match[1] or match[2], match[3] or ""
         found = command.variables[name] if name in command.variables else os.environ.get(name, "")
-        unknown |= found is None or "?" in operator and not found
-        return found or ("" if "?" in operator else match[4] or "")
+        return "\0" if found is None or "?" in operator and not found else found or match[4] if operator else found
 
     expanded = VARIABLE.sub(value, word)
-    return None if unknown else os.path.expanduser(expanded)
+    return None if "\0" in expanded or re.search(r"[$<>]\(|`", word) else os.path.expanduser(expanded)
