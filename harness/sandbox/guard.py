@@ -98,26 +98,30 @@ def removes_everything(command: Command) -> bool:
 def writes_a_disk(command: Command) -> bool:
     """A program that formats or partitions disks, or a disk device named anywhere in the command (`dd
     of=/dev/sda`, `> /dev/sda`, `cp x.img /dev/sdb`), `..` and a link followed: /dev/null and such are fine."""
+    formats = r"mkfs.*|mk\w*fs|newfs\w*|mke2fs|mkswap|mformat|wipefs|\w*fdisk|parted|sgdisk|blkdiscard"
     harmless = r"/dev/(null|zero|full|u?random|std(in|out|err)|tty|ptmx|(fd|pts|shm)/.*)"
     paths = {os.path.realpath(path) if os.path.islink(path) else path for word in set(command.words)
              if (path := path_of(re.sub(r"^-*[\w-]+=", "", word), command))}  # of=/dev/sda, --device=/dev/sda
-    return bool(command.runs(r"mkfs.*|mk\w*fs|mke2fs|mkswap|mformat|wipefs|\w*fdisk|parted|sgdisk|blkdiscard")) or any(
+    return bool(command.runs(formats)) or any(
         path.startswith("/dev/") and not re.fullmatch(harmless, path) for path in paths)
 
 
 @functools.lru_cache(maxsize=64)  # one answer for a line, not one for each of its commands
 def fork_bomb(text: str) -> bool:
-    """A shell function that runs itself, or a loop around fork (`perl -e "fork while fork"`)."""
-    last_fork = text.rfind("fork")
-    return bool(RECURSIVE_FUNCTION.search(text) or re.search(r"\b(while|until|for|loop)\b", text[:max(last_fork, 0)]))
+    """A shell function that runs itself, or fork in a loop (`perl -e "fork while 1"`, `while True: os.fork()`)."""
+    return bool(RECURSIVE_FUNCTION.search(text) or "fork" in text and re.search(r"\b(while|until|for|loop)\b", text))
 
 
 def runs_a_download(command: Command) -> bool:
     """A download in the line, fed to a shell or interpreter: piped into one reading its code from stdin
     (`curl … | sh`), in a substitution it runs (`bash -c "$(curl …)"`, `eval`, `bash <(curl …)`, `<<< "$(curl
-    …)"`), or saved and then run (`curl -o x.sh …; sh x.sh`)."""
-    interpreter = r"(ba|z|da|k|c|tc|fi|mk|a)?sh|python[\d.]*|pypy[\d.]*|perl|ruby|node|php|eval|source|\."
-    for _, args in command.runs(interpreter) if command.downloaded is not None else []:
+    …)"`), or saved and then run (`curl -o x.sh …; sh x.sh`, `./x.sh`)."""
+    interpreter = r"\w*sh\d*|python[\d.]*|pypy[\d.]*|perl|ruby|node|deno|bun|php|lua\w*|eval|source|\."
+    if command.downloaded is None:
+        return False
+    if any("/" in command.words[at] and name in command.downloaded - DOWNLOADERS for name, at in command.calls[:1]):
+        return True  # curl -o tool …; ./tool (a name without a folder is looked up in PATH instead)
+    for _, args in command.runs(interpreter):
         script = next((arg for arg in args if not arg.startswith("-") or arg == "-"), "")
         reads_stdin = command.piped and (script in ("", "-", "/dev/stdin") or "-s" in args)
         if reads_stdin or any(arg.subs for arg in args) or posixpath.basename(script) in command.downloaded:
@@ -173,7 +177,7 @@ def refusal(rule: Rule) -> str:
 
 def denied_by(command: str, rules: list[Rule], cwd: str | None = None) -> Rule | None:
     """The first rule the command line matches, or None. `cwd`: where it runs (the workspace root)."""
-    line = read(command, cwd or os.getcwd(), {}, [])
+    line = read(command, cwd or os.getcwd(), {"PWD": cwd or os.getcwd()}, [])
     downloads = [c for c in line if any(program in DOWNLOADERS for program, _ in c.calls)]
     saved = {posixpath.basename(word) for download in downloads for word in download.words}  # curl -o x.sh, > x.sh
     for c in line if downloads else []:
@@ -186,8 +190,8 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
     in its words that hold a command line of their own; each knows the directory it runs in and the variables."""
     text, subs, words, piped = text.replace("\\\n", ""), [], [], False  # a continued line is one line
     # Each substitution stands aside as \0N\0 while the words are read, so its quotes and spaces stay its own.
-    hidden = SUBSTITUTION.sub(lambda match: subs.append((match[0], match[2] if match[1] is None else match[1]))
-                              or f"\0{len(subs) - 1}\0", text)
+    hidden = SUBSTITUTION.sub(lambda match: subs.append((match[0], (": | " if match[0][0] == ">" else "") + (
+        match[2] if match[1] is None else match[1]))) or f"\0{len(subs) - 1}\0", text)  # >(sh) reads a pipe
     for match in TOKEN.finditer(hidden + ";"):
         if match[3]:  # a quote left open: the shell refuses the line; read it without quotes, so it is checked
             return read(re.sub("['\"]", "", text), cwd, variables, line, depth)
@@ -208,6 +212,7 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
             if words[0] in ("cd", "pushd"):  # `cd $UNSET` goes home, as `cd` does
                 target = next((word for word in words[1:] if not word.startswith("-")), "~")
                 cwd = path_of(target if expand(target, command) != "" else "~", command)
+                variables = {**variables, "PWD": cwd}  # the shell's own, not plainagent's
             prints = len(command.calls) == 1 and command.calls[0][0] in PRINTS_ITS_WORDS
             nested = [sub for word in words for sub in word.subs] + [
                 word for word in words if not prints and re.search(r"[\s;&|<>()]", word)]
