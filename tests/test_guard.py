@@ -189,8 +189,8 @@ def test_ordinary_commands_match_no_rule(command):
 def test_a_few_false_refusals_are_accepted_and_the_result_says_what_to_do(command, rule):
     denied = denied_by(command, DEFAULT_RULES, cwd="/work/project")
     assert denied.name == rule
-    assert "so a name that is only text here (a search pattern, a commit message) is refused too: then use " \
-           "search_files, or word the text differently." in refusal(denied)
+    assert ("(Every word is taken as a program that may run: if what matched is only text here, such as a search "
+            "pattern or a commit message, use search_files or write the text differently.)") in refusal(denied)
 
 
 @pytest.mark.parametrize("command, denied", [("rm -rf *", True), ("rm -rf .", True), ("rm -r ./.*", True),

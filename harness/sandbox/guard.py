@@ -165,11 +165,11 @@ def parse_rules(text: str) -> list[Rule]:
 
 def refusal(rule: Rule) -> str:
     """The result the model gets for a denied command."""
-    return (f"Refused by plainagent's guard rail: {rule.name}. This command is never run, in any mode. Every "
-            "word is read as a program that may run, so a name that is only text here (a search pattern, a "
-            "commit message) is refused too: then use search_files, or word the text differently. Otherwise "
-            "do not try to get around the rule; find another way, or tell the user the command is needed so "
-            "they can run it themselves.")
+    return (f"Refused by plainagent's guard rail: {rule.name}. This command is never run, in any mode. (Every "
+            "word is taken as a program that may run: if what matched is only text here, such as a search "
+            "pattern or a commit message, use search_files or write the text differently.) Otherwise do not "
+            "try to get around the rule; find another way, or tell the user the command is needed so they can "
+            "run it themselves.")
 
 
 # --- reading a command line ---
