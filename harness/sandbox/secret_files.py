@@ -53,21 +53,25 @@ COPY_MARKS = re.compile(r"^(?:#|\.#|~\$)|(?:~|#|\.(?:bak|backup|old|orig|save|sa
                         r"(?=\.[^.]*$|$)")
 # Templates that document the variables without values: the model may read these.
 NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
+# The table as one regular expression for each number of components a pattern names, and one for the folders.
+FOLDERS = re.compile("|".join(fnmatch.translate(pattern[:-3]) for pattern in SECRET_NAMES if pattern.endswith("/**")))
+TAILS = {n: re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET_NAMES
+                                if pattern.count("/") == n and not pattern.endswith("/**")))
+         for n in {pattern.count("/") for pattern in SECRET_NAMES if not pattern.endswith("/**")}}
 
 
 def is_secret(path: str) -> bool:
     """Whether a file may hold secrets, by its path (best the absolute one) or its name: ".env" -> True."""
     parts = path.lower().split("/")
-    name = original(parts[-1])
-    if any(fnmatch.fnmatchcase(original(part), pattern[:-3]) for pattern in SECRET_NAMES if pattern.endswith("/**")
-           for part in parts[:-1]):  # .ssh.bak/ is .ssh/ too
+    if any(FOLDERS.match(original(part)) for part in parts[:-1]):  # .ssh.bak/ is .ssh/ too
         return True
+    name = original(parts[-1])
     if name.endswith(NOT_SECRET_SUFFIXES):
         return False
     # vim names the swap file of `id_rsa` `.id_rsa.swp`: the name without the dot it added is tried too
     names = {name, name[1:]} if name != parts[-1] and name.startswith(".") else {name}
-    return any(fnmatch.fnmatchcase("/".join(parts[-pattern.count("/") - 1:-1] + [candidate]), pattern)
-               for pattern in SECRET_NAMES for candidate in names)
+    return any(tail.match("/".join(parts[len(parts) - 1 - n:-1] + [candidate])) for n, tail in TAILS.items()
+               for candidate in names if len(parts) > n)
 
 
 def original(name: str) -> str:
