@@ -188,7 +188,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     """
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
-    if rule := denied_by(command, ws.deny_rules):  # before the question: refused in every mode, --yes too
+    if rule := denied_by(command, ws.deny_rules, str(ws.root)):  # before the question: refused in every mode, --yes too
         raise ToolError(refusal(rule))
     ws.approve("command", "run this command", f"$ {command}")
     return run_shell(ws, command, max(1, min(timeout, COMMAND_MAX_TIMEOUT)))

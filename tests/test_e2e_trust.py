@@ -55,7 +55,7 @@ def test_deny_rules_hold_in_yes_mode_and_plainagent_deny_adds_rules(install, pro
         done = agent(install, project, endpoint, "-p", "release it", "--yes", extra_env=env)
     assert done.returncode == 0, done.stderr
     assert results_sent(endpoint, 1)[0]["output"].startswith(
-        "Refused by plainagent's guard rail: sudo (running as root: sudo, doas, su, pkexec). ")
+        "Refused by plainagent's guard rail: sudo (running as root: sudo, sudoedit, doas, su, pkexec, run0). ")
     assert results_sent(endpoint, 2)[0]["output"].startswith(
         "Refused by plainagent's guard rail: the PLAINAGENT_DENY rule \"npm publish\". ")
     assert not (project / "one").exists()

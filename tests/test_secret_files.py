@@ -1,10 +1,15 @@
-"""Which names are secrets: every kind of file that holds keys, tokens or credentials, their backups, and
-the names that only look alike. That a refused path is never read, listed with its contents, searched or
+"""Which names are secrets: every kind of file that holds keys, tokens or credentials, the copies editors and
+tools leave beside them, and the names that only look alike; and that the workspace matches the real, absolute
+path, so no `-C` hides a folder. That a refused path is never read, listed with its contents, searched or
 edited is test_workspace.py's and test_tools.py's."""
+
+import os
 
 import pytest
 
-from harness.sandbox.secret_files import is_secret
+from harness.sandbox.secret_files import is_secret, original
+from harness.sandbox.workspace import PathRefused, Workspace
+from tools import run_tool
 
 
 @pytest.mark.parametrize("path, secret", [
@@ -41,6 +46,55 @@ from harness.sandbox.secret_files import is_secret
     ("terraform.tfvars.example", False), (".env.example.bak", False), ("notes.bak", False), ("main.tf", False),
     ("kubeconfig.go", False), ("service_account.py", False), ("gh/hosts.md", False), ("ssh/config", False),
     (".gitignore", False), (".github/workflows/ci.yml", False), ("git/config", False), ("cargo/credentials.rs", False),
+    # issue 16, item 8: editor copies, git's own credential store, gcloud's legacy keys, Wrangler, Streamlit
+    ("#.env#", True), (".#.env", True), ("home/.config/git/credentials", True), ("git/credentials", True),
+    (".config/gcloud/legacy_credentials/me@example.com/adc.json", True),
+    ("legacy_credentials/me@example.com/.boto", True), (".dev.vars", True), (".dev.vars.staging", True),
+    (".streamlit/secrets.toml", True), ("secrets.toml", True),
+    # the second attack: more copies, and more kinds
+    (".env.swp", True), (".id_rsa.swp", True), (".env.swo", True), ("#key.pem#", True), ("~$key.pem", True),
+    ("credentials (1).json", True), (".env copy", True), ("key - Copy.pem", True), ("key.pem.1", True),
+    (".env.tmp", True), ("terraform.tfstate.2", True), ("id_ed25519___jb_old___", True), ("server.key.orig~", True),
+    (".my.cnf", True), (".gitcookies", True), ("auth.json", True), (".m2/settings.xml", True), ("rclone.conf", True),
+    ("prod-firebase-adminsdk-ab12c.json", True), (".oci/config", True), ("AuthKey_ABC123.p8", True),
+    ("vault.kdbx", True), ("login.keychain-db", True), ("secrets.yaml", True), (".secrets", True), ("wp-config.php", True),
+    ("local.settings.json", True), (".terraformrc", True), (".config/hub", True), (".gradle/gradle.properties", True),
+    (".ssh.bak/id_work", True), ("backup/.gnupg (1)/pubring.kbx", True), (".dev.vars.example", False), ("secrets.toml.example", False), ("#notes.md#", False), ("notes.md.swp", False),
+    ("settings.xml", False), ("gradle.properties", False), ("secrets.py", False), ("config (1).json", False),
+    ("python3.11", False), ("copy", False), ("#", False), (".bak", False), ("hub", False), ("auth.py", False),
 ])
 def test_secret_names_are_matched_case_insensitively(path, secret):
     assert is_secret(path) is secret
+
+
+@pytest.mark.parametrize("copy, name", [("#.env#", ".env"), (".#.env", ".env"), ("key.pem.bak~", "key.pem"),
+                                        ("credentials (1).json", "credentials.json"), ("key - copy.pem", "key.pem"),
+                                        (".env.swp", ".env"), ("notes.md", "notes.md"), ("#", "#"), ("~", "~")])
+def test_a_copy_is_known_by_the_file_it_was_made_of(copy, name):
+    assert original(copy) == name
+
+
+@pytest.mark.parametrize("folder, name", [(".ssh", "deploy_key"), (".aws", "credentials"), (".config/git", "credentials"),
+                                          (".config/gcloud/legacy_credentials/me@example.com", "adc.json"),
+                                          (".gnupg/private-keys-v1.d", "ABC.key.txt"), (".azure", "notes.txt")])
+def test_no_workspace_root_hides_the_folder_a_secret_is_in(tmp_path, folder, name):
+    """plainagent -C ~/.ssh: the key's path relative to the workspace is a bare name, its real path is not."""
+    root = tmp_path / "home" / folder
+    root.mkdir(parents=True)
+    (root / name).write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (root / "link.txt").symlink_to(root / name)
+    ws = Workspace(root)
+    for path in (name, "link.txt"):
+        with pytest.raises(PathRefused) as refused:
+            ws.resolve(path)
+        assert refused.value.reason == "may hold secrets"
+    result = run_tool(ws, "read_file", {"path": name})
+    assert not result.ok and "BEGIN OPENSSH" not in result.output and "may hold secrets" in result.output
+
+
+def test_a_workspace_beside_a_secret_folder_is_not_refused(tmp_path):
+    root = tmp_path / "projects" / "ssh-tools"
+    root.mkdir(parents=True)
+    (root / "deploy.py").write_text("print(1)\n")
+    assert run_tool(Workspace(root), "read_file", {"path": "deploy.py"}).ok
+    assert os.listdir(root) == ["deploy.py"]

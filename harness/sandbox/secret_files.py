@@ -1,66 +1,81 @@
-"""Which files may hold secrets, by their names: the table `Workspace.confine` checks every path against.
+"""Which files may hold secrets, by what they are: the table `Workspace.confine` checks every path against.
 
 The failure it prevents is a secret sent to the model: a `.env`, a private key, cloud credentials, a
-registry token, Terraform state, a backup of any of these (`key.pem.bak`), or a harmless name that is a
-link to one (`confine` checks the link's target too). A file named here is not read, listed with its
-contents, searched or edited by any tool; AGENTS.md that leads to one is not loaded. Templates that only
-name the variables (`.env.example`) are not secrets. Matching is by name only: a secret pasted into
-`notes.txt` is not found here (the API key itself is redacted from every result, see `redaction.py`).
+registry token, Terraform state, a copy of any of these an editor or a tool left beside it (`key.pem.bak`,
+`#.env#`, `.env.swp`, `credentials (1).json`), or a harmless name that is a link to one (`confine` checks the
+link's target too). A file named here is not read, listed with its contents, searched or edited by any tool;
+AGENTS.md that leads to one is not loaded. The path checked is the absolute one, so a folder above the
+workspace counts too: with `-C ~/.ssh` every file is still in `.ssh/`. Templates that only name the variables
+(`.env.example`) are not secrets. Matching is by name only: a secret pasted into `notes.txt` is not found here
+(the API key itself is redacted from every result, see `redaction.py`).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 
 # Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A pattern
 # matches the file's name; one with a "/" matches the path's last components (".aws/credentials" in any
 # folder); one ending in "/**" matches every file under a folder of that name, at any depth.
 SECRET_NAMES = [
-    # dotenv files: .env.local, .envrc, prod.env
-    ".env*", "*.env",
+    # dotenv files: .env.local, .envrc, prod.env; Cloudflare's .dev.vars; Streamlit's and others' secrets files
+    ".env*", "*.env", ".dev.vars*", ".secrets", "*.secret", "*.secrets", "secret*.toml", "secret*.json",
+    "secret*.yaml", "secret*.yml", "secret*.ini", "secret*.conf", "secret*.properties", "local.settings.json",
     # private keys and key stores
-    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk",
+    "*.pem", "*.key", "*.p12", "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.p8", "*.kdbx", "*.keychain*",
     # ssh and gpg: keys, and everything else in their folders (configs name hosts and key files)
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".ssh/**", ".gnupg/**", "secring.gpg",
     # passwords and tokens in plain text
-    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd", ".vault-token", ".s3cfg", ".boto",
+    ".netrc", "_netrc", ".pgpass", ".my.cnf", ".mylogin.cnf", ".git-credentials", "git/credentials", ".gitcookies",
+    ".htpasswd", ".vault-token", ".s3cfg", ".boto", "rclone.conf", "wp-config.php",
     # repository configs: remote URLs with tokens, `http.extraheader = AUTHORIZATION: ...` (CI checkouts)
     ".git/config", ".hg/hgrc",
     # package registries: a token next to harmless settings (`_authToken=`, `password =`)
-    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
-    ".dockercfg", ".docker/config.json",
-    # cloud accounts: AWS, Azure, Google Cloud (user and service-account keys), GitHub CLI, Terraform Cloud
-    ".aws/credentials", ".azure/**", "application_default_credentials.json", "credentials.db",
-    "access_tokens.db", "credentials.json", "*service-account*.json", "*service_account*.json",
-    "gh/hosts.yml", ".terraform.d/credentials.tfrc.json",
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials", ".dockercfg",
+    ".docker/config.json", "auth.json", ".m2/settings.xml", ".m2/settings-security.xml", ".gradle/gradle.properties",
+    # cloud accounts: AWS, Azure, Google Cloud (user, legacy and service-account keys), Oracle, GitHub CLI, hub,
+    # Terraform Cloud
+    ".aws/credentials", ".azure/**", "application_default_credentials.json", "credentials.db", "access_tokens.db",
+    "legacy_credentials/**", "credentials.json", "*service-account*.json", "*service_account*.json",
+    "*firebase-adminsdk*.json", ".oci/**", "gh/hosts.yml", ".config/hub", ".terraform.d/credentials.tfrc.json",
+    ".terraformrc", "terraform.rc",
     # clusters
     ".kube/config", "kubeconfig", "*.kubeconfig", "kubeconfig.yaml", "kubeconfig.yml",
     # Terraform state and variables hold every secret a deployment used, in plain text
     "*.tfstate", "*.tfvars", "*.tfvars.json",
 ]
-# A backup of a secret is the secret: key.pem.bak, .env~, terraform.tfstate.backup.
-BACKUP_SUFFIXES = (".bak", ".backup", ".old", ".orig", ".save", ".swp", "~")
+# A copy an editor or a tool leaves beside a file holds what the file holds: the name without what the copy
+# adds before (`#.env#` and `.#.env` of Emacs, `~$` of Office) or after it (`~`, `.bak`, `.swp` of vim, `.1`
+# of a rotation, ` (1)` of a browser, ` copy` of Finder, `___jb_old___` of JetBrains).
+COPY_MARKS = re.compile(r"^(?:#|\.#|~\$)|(?:~|#|\.(?:bak|backup|old|orig|save|sav|tmp|temp|rej|sw[a-p]|kate-swp"
+                        r"|crswap|dpkg-\w+|rpm(?:new|save|orig)|\d+)|___jb_\w+___)$| (?:- copy|copy(?: \d+)?|\(\d+\))"
+                        r"(?=\.[^.]*$|$)")
 # Templates that document the variables without values: the model may read these.
 NOT_SECRET_SUFFIXES = (".example", ".sample", ".template", ".dist")
+# The table as one regular expression for each number of components a pattern names, and one for the folders.
+FOLDERS = re.compile("|".join(fnmatch.translate(pattern[:-3]) for pattern in SECRET_NAMES if pattern.endswith("/**")))
+TAILS = {n: re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET_NAMES
+                                if pattern.count("/") == n and not pattern.endswith("/**")))
+         for n in {pattern.count("/") for pattern in SECRET_NAMES if not pattern.endswith("/**")}}
 
 
 def is_secret(path: str) -> bool:
-    """Whether a file may hold secrets, by its path relative to the root (or its name): ".env" -> True."""
-    parts = without_backup_suffixes(path.lower()).split("/")
-    for pattern in SECRET_NAMES:
-        if pattern.endswith("/**") and any(fnmatch.fnmatchcase(part, pattern[:-3]) for part in parts[:-1]):
-            return True
-    if parts[-1].endswith(NOT_SECRET_SUFFIXES):
+    """Whether a file may hold secrets, by its path (best the absolute one) or its name: ".env" -> True."""
+    parts = path.lower().split("/")
+    if any(FOLDERS.match(original(part)) for part in parts[:-1]):  # .ssh.bak/ is .ssh/ too
+        return True
+    name = original(parts[-1])
+    if name.endswith(NOT_SECRET_SUFFIXES):
         return False
-    for pattern in SECRET_NAMES:
-        tail = "/".join(parts[-(pattern.count("/") + 1):])
-        if fnmatch.fnmatchcase(tail, pattern):
-            return True
-    return False
+    # vim names the swap file of `id_rsa` `.id_rsa.swp`: the name without the dot it added is tried too
+    names = {name, name[1:]} if name != parts[-1] and name.startswith(".") else {name}
+    return any(tail.match("/".join(parts[len(parts) - 1 - n:-1] + [candidate])) for n, tail in TAILS.items()
+               for candidate in names if len(parts) > n)
 
 
-def without_backup_suffixes(path: str) -> str:
-    """"key.pem.bak~" -> "key.pem"."""
-    while suffix := next((suffix for suffix in BACKUP_SUFFIXES if path.endswith(suffix)), ""):
-        path = path[: -len(suffix)]
-    return path
+def original(name: str) -> str:
+    """The name of the file a copy was made of: "#.env#" -> ".env", "key.pem.bak~" -> "key.pem"."""
+    while (shorter := COPY_MARKS.sub("", name, count=1)) not in (name, ""):
+        name = shorter
+    return name

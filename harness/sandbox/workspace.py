@@ -105,10 +105,10 @@ class Workspace:
         if not self.contains(real):
             raise PathRefused(f"{shown} is outside the workspace {self.root}; only paths inside it can be used.",
                               "leads outside the workspace")
-        if is_secret(self.relative(named) if self.contains(named) else named.name):
+        if is_secret(named.as_posix()):  # the absolute path: with -C ~/.ssh, a key is still in .ssh/
             raise PathRefused(f"{shown} may hold secrets (API keys, private keys), so it is not read, searched "
                               "or edited. Ask the user if you need something from it.", "may hold secrets")
-        if is_secret(self.relative(real)):  # a harmless name that leads to a secret: config.txt -> .env
+        if is_secret(real.as_posix()):  # a harmless name that leads to a secret: config.txt -> .env
             raise PathRefused(f"{shown} leads to {self.relative(real)}, which may hold secrets (API keys, "
                               "private keys), so it is not read, searched or edited.", "may hold secrets")
         if self.inside_git(named) or self.inside_git(real):
