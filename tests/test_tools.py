@@ -734,30 +734,29 @@ def test_an_edit_approved_after_the_user_changed_the_file_writes_nothing_and_say
     result = tools.Toolbox(ws, log=lines.append).run(tools.ToolCall("edit_file", {
         "path": "notes.txt", "old_str": "two", "new_str": "2"}))
     assert not result.ok and result.output == (
-        "notes.txt changed after it was read for this edit (by you or another program, e.g. while the question "
-        "was on screen: it no longer holds what it held then), so the edit was not written: it would have "
-        "overwritten that change. Read notes.txt again with read_file and make the edit on what it holds now. "
-        "No changes were made.")
+        "notes.txt was not written: it changed after it was read for this edit (by you or another program, e.g. "
+        "while the question was on screen). Writing would have overwritten that change. Read notes.txt again with "
+        "read_file and make the edit on what it holds now. No changes were made.")
     assert full.read_bytes() == b"one\ntwo\nthe user's line\n" and ws.journal == []
-    assert lines[-1].startswith("  error: notes.txt changed after it was read for this edit (by you or another")
+    assert lines[-1].startswith("  error: notes.txt was not written: it changed after it was read for this edit")
 
 
 def test_a_file_created_while_the_question_was_on_screen_is_not_overwritten(ws):
     answering(ws, lambda: write(ws, "src/new.py", b"the user's own\n"))
     result = edit(ws, "src/new.py", "", "print('agent')\n")
     assert not result.ok and result.output == (
-        "src/new.py was created after this edit was asked for (by you or another program, e.g. while the question "
-        "was on screen), so nothing was written: an empty old_str never overwrites a file. Read src/new.py with "
-        "read_file, then edit what it holds. No changes were made.")
+        "src/new.py was not created: a file appeared there after this edit was asked for (by you or another "
+        "program, e.g. while the question was on screen), and an empty old_str never overwrites a file. Read "
+        "src/new.py with read_file, then edit what it holds. No changes were made.")
     assert (ws.root / "src/new.py").read_bytes() == b"the user's own\n" and ws.journal == []
 
 
 @pytest.mark.parametrize("meanwhile, how", [
-    (lambda full: full.unlink(), "was removed"),
-    (lambda full: full.chmod(0o444), "it no longer holds what it held then"),  # made read-only: the owner said no
-    (lambda full: (full.unlink(), os.symlink("../outside.txt", full)), "is now a symbolic link"),
-    (lambda full: (full.unlink(), full.mkdir()), "it is no longer a regular file"),
-    (lambda full: (full.unlink(), os.mkfifo(full)), "it is no longer a regular file"),
+    (lambda full: full.unlink(), "it was removed"),
+    (lambda full: full.chmod(0o444), "it was made read-only"),
+    (lambda full: (full.unlink(), os.symlink("../outside.txt", full)), "it, or a folder on its way, became a "),
+    (lambda full: (full.unlink(), full.mkdir()), "it stopped being a regular file"),
+    (lambda full: (full.unlink(), os.mkfifo(full)), "it stopped being a regular file"),
 ])
 def test_whatever_became_of_the_file_meanwhile_nothing_is_written(ws, tmp_path, meanwhile, how):
     outside = tmp_path / "outside.txt"
@@ -765,10 +764,25 @@ def test_whatever_became_of_the_file_meanwhile_nothing_is_written(ws, tmp_path, 
     full = write(ws, "a.txt", b"one\n")
     answering(ws, lambda: meanwhile(full))
     result = edit(ws, "a.txt", "one", "two")
-    assert not result.ok and how in result.output and result.output.endswith("No changes were made.")
+    assert not result.ok and result.output.startswith(f"a.txt was not written: {how}"), result.output
+    assert result.output.endswith("No changes were made.")
     assert outside.read_bytes() == b"one\n" and ws.journal == []
     assert not full.exists() or full.is_dir() or stat.S_ISFIFO(full.lstat().st_mode) or full.is_symlink() \
         or full.read_bytes() == b"one\n"
+
+
+@pytest.mark.parametrize("path, old", [("sub/a.txt", "one"), ("sub/new.txt", ""), ("sub/deeper/new.txt", "")])
+def test_a_folder_swapped_for_a_link_while_the_question_was_on_screen_gets_nothing(ws, tmp_path, path, old):
+    """The check was made before the question; the write goes where it was made, or nowhere."""
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "a.txt").write_bytes(b"one\n")  # the same bytes: an edit by name would find old_str there too
+    write(ws, "sub/a.txt", b"one\n")
+    answering(ws, lambda: ((ws.root / "sub").rename(ws.root / "aside"), os.symlink(outside, ws.root / "sub")))
+    result = edit(ws, path, old, "two\n")
+    assert not result.ok and "became a symbolic link" in result.output, result.output
+    assert sorted(p.relative_to(outside).as_posix() for p in outside.rglob("*")) == ["a.txt", "deeper"]
+    assert (outside / "a.txt").read_bytes() == b"one\n" and (ws.root / "aside/a.txt").read_bytes() == b"one\n"
 
 
 def test_undo_still_takes_back_what_the_agent_did_write(ws):

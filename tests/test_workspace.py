@@ -264,3 +264,26 @@ def test_undo_turns_a_failed_write_into_one_line(ws, monkeypatch):
     monkeypatch.setattr(beneath.os, "replace", full_disk)
     assert ws.undo() == "Could not undo the last write to a.txt: No space left on device."
     assert a.read_bytes() == b"v2\n" and len(ws.journal) == 1
+
+
+# --- plainagent's own files (the tools' view of them: test_tools.py) ---
+
+
+@pytest.mark.parametrize("path", ["state/plainagent", "state/plainagent/sessions/s.jsonl", "STATE/PlainAgent/history",
+                                  "config/plainagent/AGENTS.md", "link/s.jsonl", "state/./x/../plainagent/y"])
+def test_plainagent_s_own_folders_are_refused_in_any_spelling(tmp_path, path):
+    """conftest puts the state and config folders in tmp_path: here the workspace holds them, as with `-C ~`.
+    In any letter case, as a case-insensitive file system (macOS) would open them."""
+    (tmp_path / "state/plainagent/sessions").mkdir(parents=True)
+    os.symlink("state/plainagent/sessions", tmp_path / "link")
+    refused = refusal(Workspace(tmp_path), path)
+    assert refused.reason == "plainagent's own files: not read"
+    assert str(refused) == (f"{path} is plainagent's own (its transcripts, history or settings): no tool reads, "
+                            "searches or changes it. Ask the user if you need something from it.")
+
+
+def test_a_workspace_beside_the_state_folder_is_not_touched_by_the_rule(tmp_path):
+    (tmp_path / "statefile.txt").write_bytes(b"")
+    (tmp_path / "state").mkdir()
+    ws = Workspace(tmp_path)
+    assert ws.resolve("statefile.txt") == tmp_path / "statefile.txt" and ws.resolve("state") == tmp_path / "state"

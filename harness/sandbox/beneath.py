@@ -38,8 +38,8 @@ TEMPORARY_TRIES = 100  # names tried for the temporary file of an atomic write (
 
 class Changed(Exception):
     """What was checked or read is not what is there now. `how`: "link" (a link now stands on the way),
-    "changed" (other bytes or another mode), "created" (a file appeared where a new one was to go),
-    "removed", "not a file" (a folder or a pipe now stands there)."""
+    "changed" (other bytes), "read-only", "created" (a file appeared where a new one was to go), "removed",
+    "not a file" (a folder or a pipe now stands there)."""
 
     def __init__(self, how: str):
         super().__init__(how)
@@ -203,7 +203,7 @@ def replace(root: Path, real: Path, data: bytes, expected: bytes) -> None:
             if read_all(file) != expected:
                 raise Changed("changed")
         if not stat.S_IMODE(info.st_mode) & 0o222:  # made read-only meanwhile: the owner said no
-            raise Changed("changed")
+            raise Changed("read-only")
         if info.st_nlink > 1 or not write_atomically(fd, real.name, data, info):
             write_in_place(fd, real.name, data, info)
 

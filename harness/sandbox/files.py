@@ -34,10 +34,10 @@ EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-fil
 def read_text(ws: Workspace, full: Path, path: str) -> tuple[list[str], list[str]]:
     """A text file's lines, with the API key redacted, and notes for the model on how it was read."""
     info = file_status(ws, full, path)
-    if info.st_size > READ_MAX_FILE_BYTES:
-        raise ToolError(f"{path} is {info.st_size:,} bytes, too big to load; use run_command with head, "
-                        "tail or grep to look at parts of it.")
-    data = ws.read(full)
+    data = ws.read(full, READ_MAX_FILE_BYTES + 1) if info.st_size <= READ_MAX_FILE_BYTES else b""
+    if info.st_size > READ_MAX_FILE_BYTES or len(data) > READ_MAX_FILE_BYTES:  # or it grew since it was looked at
+        raise ToolError(f"{path} is {max(info.st_size, len(data)):,} bytes, too big to load; use run_command with "
+                        "head, tail or grep to look at parts of it.")
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
     data, notes = data.removeprefix(BOM), []
@@ -70,10 +70,11 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     if old == new:
         raise ToolError("old_str and new_str are identical, so there is nothing to change.")
-    if info.st_size > EDIT_MAX_BYTES:
-        raise ToolError(f"{path} is {info.st_size:,} bytes; edit_file only changes files up to "
+    raw = ws.read(full, EDIT_MAX_BYTES + 1) if info.st_size <= EDIT_MAX_BYTES else b""
+    if info.st_size > EDIT_MAX_BYTES or len(raw) > EDIT_MAX_BYTES:  # or it grew since it was looked at
+        raise ToolError(f"{path} is {max(info.st_size, len(raw)):,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
-    document = decode_for_edit(ws.read(full), path)
+    document = decode_for_edit(raw, path)
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")

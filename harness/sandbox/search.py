@@ -159,10 +159,15 @@ def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[s
                 raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be "
                                 "searched.")
             return None
-        data = ws.read(file)
+        data = ws.read(file, SEARCH_MAX_FILE_BYTES + 1)
     except (ToolError, OSError):
         if file == full:
             raise
+        return None
+    if len(data) > SEARCH_MAX_FILE_BYTES:  # it grew since files_to_search looked at it
+        if file == full:
+            raise ToolError(f"{path} is more than {SEARCH_MAX_FILE_BYTES:,} bytes now; search_files reads files "
+                            "up to that. Use run_command with grep -n to search it.")
         return None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         if file == full:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -94,11 +95,11 @@ class Workspace:
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
-    own: list[Path] = field(init=False, repr=False)  # real paths no tool touches: own_files, state and config folders
+    own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
-        self.own = [Path(path).resolve() for path in [state_dir(), config_dir(), *self.own_files] if path]
+        self.own = [folded(Path(path).resolve()) for path in [state_dir(), config_dir(), *self.own_files] if path]
 
     # --- paths ---
 
@@ -140,8 +141,10 @@ class Workspace:
         return path == self.root or path.is_relative_to(self.root)
 
     def is_own(self, path: Path) -> bool:
-        """Whether `path` (absolute, without "..") is plainagent's own state or settings, or inside them."""
-        return any(path == own or path.is_relative_to(own) for own in self.own)
+        """Whether `path` (absolute, without "..") is plainagent's own state or settings, or inside them. In any
+        letter case and Unicode form: on macOS ".LOCAL/State" is ".local/state" itself."""
+        name = folded(path)
+        return any(name == own or name.startswith(own.rstrip("/") + "/") for own in self.own)
 
     def inside_git(self, path: Path) -> bool:
         # Case-insensitive: on macOS and Windows ".GIT/config" is ".git/config".
@@ -207,10 +210,11 @@ class Workspace:
         except Changed as change:
             raise ToolError(self.changed_while_used(full, change.how)) from None
 
-    def read(self, full: Path) -> bytes:
-        """The bytes of the regular file at the checked real path `full`."""
+    def read(self, full: Path, limit: int | None = None) -> bytes:
+        """The bytes of the regular file at the checked real path `full`; at most `limit` of them (a file can grow
+        between the look at its size and the read)."""
         try:
-            return beneath.read(self.root, full)
+            return beneath.read(self.root, full, limit)
         except (FileNotFoundError, NotADirectoryError):  # there a moment ago (`stat`): gone since
             raise ToolError(self.changed_while_used(full, "removed")) from None
         except Changed as change:
@@ -263,20 +267,19 @@ class Workspace:
         self.journal.append(Write(full, before, data, made_dirs))
 
     def changed_since_read(self, full: Path, how: str) -> str:
-        """Why an approved write was not made, for the model and (in the activity log) the user."""
-        name = self.relative(full)
+        """Why an approved write was not made, for the model and, first words first, the user's activity log."""
+        name, meanwhile = self.relative(full), "(by you or another program, e.g. while the question was on screen)"
         if how == "created":
-            return (f"{name} was created after this edit was asked for (by you or another program, e.g. while "
-                    "the question was on screen), so nothing was written: an empty old_str never overwrites a "
-                    f"file. Read {name} with read_file, then edit what it holds.")
-        if how == "removed":
-            return (f"{name} was removed after it was read for this edit (by you or another program, e.g. while "
-                    "the question was on screen), so nothing was written. Use list_files to see what exists.")
-        what = {"link": "it, or a folder on its way, is now a symbolic link",
-                "not a file": "it is no longer a regular file"}.get(how, "it no longer holds what it held then")
-        return (f"{name} changed after it was read for this edit (by you or another program, e.g. while the "
-                f"question was on screen: {what}), so the edit was not written: it would have overwritten that "
-                f"change. Read {name} again with read_file and make the edit on what it holds now.")
+            return (f"{name} was not created: a file appeared there after this edit was asked for {meanwhile}, and "
+                    f"an empty old_str never overwrites a file. Read {name} with read_file, then edit what it holds.")
+        what, advice = {
+            "removed": ("it was removed", "Use list_files to see what exists."),
+            "read-only": ("it was made read-only", "If it should change, ask the user."),
+            "link": ("it, or a folder on its way, became a symbolic link", f"Read {name} again with read_file."),
+            "not a file": ("it stopped being a regular file", "Use list_files to see what is there."),
+        }.get(how, ("it changed", f"Writing would have overwritten that change. Read {name} again with read_file "
+                                  "and make the edit on what it holds now."))
+        return f"{name} was not written: {what} after it was read for this edit {meanwhile}. {advice}"
 
     def undo(self) -> str:
         """Take back the agent's last write, in one line for the user (and the model): restore the bytes
@@ -344,3 +347,8 @@ def follow_links(path: Path, shown: str) -> Path:
                           "so it leads to no file. Ask the user to fix or remove the link.",
                           "a link loop: it leads back to itself, to no file")
     return real
+
+
+def folded(path: Path) -> str:
+    """A path as a case-insensitive file system compares it: one Unicode form, one letter case."""
+    return unicodedata.normalize("NFC", path.as_posix()).casefold()
