@@ -104,6 +104,18 @@ def test_a_file_with_other_names_is_written_in_place(root):
     assert (root.parent / "outside/b.txt").read_bytes() == b"new\n" and (root / "sub/a.txt").stat().st_ino == inode
 
 
+def test_an_in_place_write_that_fails_halfway_puts_the_old_bytes_back(root, monkeypatch):
+    os.link(root / "sub/a.txt", root / "sub/b.txt")
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(beneath.os, "fsync", full_disk)
+    with pytest.raises(OSError):
+        beneath.replace(root, root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
+    assert (root / "sub/b.txt").read_bytes() == b"inside\n"
+
+
 def test_removing_folders_stops_at_one_that_holds_something_and_follows_no_link(root, tmp_path):
     (tmp_path / "outside/empty").mkdir()
     os.symlink("../outside/empty", root / "gone")

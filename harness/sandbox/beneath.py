@@ -66,9 +66,10 @@ def open_folder(root: Path, real: Path, made: list[Path] | None = None) -> int:
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for depth, name in enumerate(names, 1):
-            child = open_child_folder(fd, name, made, root.joinpath(*names[:depth]))
-            os.close(fd)
-            fd = child
+            # `fd` names the open folder at every moment, so an exception (search's time limit is a signal
+            # raised anywhere) closes it once: the parent is closed only after the child took its place.
+            parent, fd = fd, open_child_folder(fd, name, made, root.joinpath(*names[:depth]))
+            os.close(parent)
     except BaseException:
         os.close(fd)
         raise
@@ -205,7 +206,7 @@ def replace(root: Path, real: Path, data: bytes, expected: bytes) -> None:
         if not stat.S_IMODE(info.st_mode) & 0o222:  # made read-only meanwhile: the owner said no
             raise Changed("read-only")
         if info.st_nlink > 1 or not write_atomically(fd, real.name, data, info):
-            write_in_place(fd, real.name, data, info)
+            write_in_place(fd, real.name, data, info, expected)
 
 
 @contextmanager
@@ -258,16 +259,28 @@ def write_atomically(fd: int, name: str, data: bytes, info: os.stat_result) -> b
     return True
 
 
-def write_in_place(fd: int, name: str, data: bytes, info: os.stat_result) -> None:
-    """Overwrite the file's own bytes: every name it has sees the change, its owner stays. Not atomic (a full
-    disk halfway leaves it half written), the price editors pay for such files too."""
+def write_in_place(fd: int, name: str, data: bytes, info: os.stat_result, before: bytes) -> None:
+    """Overwrite the file's own bytes: every name it has sees the change, its owner stays. Not atomic, the price
+    editors pay for such files too: a write that fails halfway (a full disk) puts `before` back, which fits in
+    the room the file had."""
     with regular_file(fd, name, os.O_WRONLY) as (file, now):
         if not same_file(now, info):
             raise Changed("changed")
-        os.lseek(file, 0, os.SEEK_SET)
-        write_all(file, data)
-        os.ftruncate(file, len(data))
-        os.fsync(file)
+        try:
+            write_at_start(file, data)
+            os.fsync(file)
+        except BaseException:
+            try:
+                write_at_start(file, before)
+            except OSError:  # nothing more can be done; the error that stopped the write is the one to tell
+                pass
+            raise
+
+
+def write_at_start(file: int, data: bytes) -> None:
+    os.lseek(file, 0, os.SEEK_SET)
+    write_all(file, data)
+    os.ftruncate(file, len(data))
 
 
 def unchanged_since(fd: int, name: str, info: os.stat_result) -> None:
