@@ -287,3 +287,13 @@ def test_a_workspace_beside_the_state_folder_is_not_touched_by_the_rule(tmp_path
     (tmp_path / "state").mkdir()
     ws = Workspace(tmp_path)
     assert ws.resolve("statefile.txt") == tmp_path / "statefile.txt" and ws.resolve("state") == tmp_path / "state"
+
+
+def test_a_state_folder_reached_through_a_link_is_known_by_where_it_is(tmp_path, monkeypatch):
+    (tmp_path / "project/.state/plainagent").mkdir(parents=True)
+    (tmp_path / "project/.state/plainagent/history").write_bytes(b"")
+    os.symlink(tmp_path / "project/.state", tmp_path / "linked-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "linked-state"))
+    ws = Workspace(tmp_path / "project")
+    assert refusal(ws, ".state/plainagent/history").reason == "plainagent's own files: not read"
+    assert [entry.note for entry in ws.walk(ws.root)] == [None, "plainagent's own files: not read"]
