@@ -163,9 +163,12 @@ def swapper(tmp_path, monkeypatch):
     """A workspace whose sub/ and work/ a concurrent process keeps swapping for links to outside/, which holds the
     same names: other bytes where a read could tell them apart, the same where an edit must match."""
     monkeypatch.setenv("PATH", "")  # no git to ask at each listing: 2,000 of them would take most of the time
-    monkeypatch.setattr(search, "SUGGEST_MAX_ENTRIES", 10)  # each miss (sub/ gone for a moment) suggests names
+    # Each miss (sub/ gone for a moment) suggests names: from the ten files at the root, not from 1,000 in work/.
+    monkeypatch.setattr(search, "SUGGEST_MAX_ENTRIES", 10)
     root, outside = tmp_path / "project", tmp_path / "outside"
     (root / "sub").mkdir(parents=True)
+    for i in range(10):
+        (root / f"notes-{i}.txt").write_bytes(b"")
     outside.mkdir()
     (root / "sub/file.txt").write_bytes(b"inside\n")
     (outside / "file.txt").write_bytes(b"OUTSIDE\n")
