@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log)  # the mode, and who is asked
-    workspace = Workspace(config.workspace, permissions, secret=config.api_key,
+    workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           deny_rules=DEFAULT_RULES + parse_rules(config.deny))
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,

@@ -7,7 +7,8 @@ tools.py and prompt.py first; open this folder to see how one promise is kept.
               window), the HTTP client and its retries (client), reading a whole reply (replies) and a
               streamed one (stream), what kind of host a base URL names (hosts)
     parser/   the parser: `tool: NAME({json})` lines out of a reply (toolcalls), their arguments (arguments)
-    sandbox/  inside the tools: which paths may be touched (workspace), which files hold secrets
+    sandbox/  inside the tools: which paths may be touched (workspace) and using only what was checked
+              (beneath), which files hold secrets
               (secret_files), what the walk leaves out (ignore_rules), the one redaction rule for the API key
               (redaction), a file's bytes and the one line model (documents), matching old_str (edits), the
               tools' work on files (files), finding and searching them (search), running commands (shell),

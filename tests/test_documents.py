@@ -6,7 +6,7 @@ import pytest
 
 from harness.parser import toolcalls
 from harness.sandbox import documents
-from harness.sandbox.documents import decode_for_edit, keep_final_newline, split_lines, write_atomically
+from harness.sandbox.documents import decode_for_edit, keep_final_newline, split_lines
 
 
 @pytest.mark.parametrize("before, after, kept", [
@@ -31,16 +31,3 @@ def test_split_lines_breaks_at_crlf_lf_and_cr_only():
 def test_the_parser_and_the_files_share_one_line_model():
     """The parser finds lines where read_file counts them: the same pattern, not a copy that could drift."""
     assert toolcalls.LINE_BREAK is documents.LINE_BREAK
-
-
-def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
-    target = tmp_path / "a.txt"
-    target.write_bytes(b"old\n")
-
-    def full_disk(*_):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(documents.os, "replace", full_disk)
-    with pytest.raises(OSError):
-        write_atomically(target, b"new\n", 0o644)
-    assert target.read_bytes() == b"old\n" and [path.name for path in tmp_path.iterdir()] == ["a.txt"]

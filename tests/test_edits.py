@@ -174,7 +174,7 @@ def test_every_refusal_ends_with_no_changes_were_made(tmp_path):
 
 def test_a_write_that_fails_says_no_changes_were_made(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_bytes(b"old\n")
-    monkeypatch.setattr("harness.sandbox.documents.os.replace", lambda *_: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    monkeypatch.setattr("harness.sandbox.beneath.os.replace", lambda *_, **__: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     output = run_tool(Workspace(tmp_path), "edit_file", {"path": "a.txt", "old_str": "old", "new_str": "new"}).output
     assert output == "could not write a.txt: No space left on device. No changes were made."
 

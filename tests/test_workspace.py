@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from harness.sandbox import workspace
+from harness.sandbox import beneath
 from harness.sandbox.workspace import PathRefused, Workspace
 
 
@@ -198,8 +198,8 @@ def test_results_are_redacted_with_the_sessions_key(ws):
 
 def test_a_write_journals_before_and_after_and_the_folders_it_made(ws):
     write(ws, "src/a.txt", b"one\r\n")
-    ws.write(ws.root / "src/a.txt", b"two\r\n", 0o644, before=b"one\r\n")
-    ws.write(ws.root / "src/new/deeper/b.txt", b"new", 0o644, before=None)
+    ws.write(ws.root / "src/a.txt", b"two\r\n", before=b"one\r\n")
+    ws.write(ws.root / "src/new/deeper/b.txt", b"new", before=None)
     assert [(entry.path, entry.before, entry.after, entry.made_dirs) for entry in ws.journal] == [
         (ws.root / "src/a.txt", b"one\r\n", b"two\r\n", []),
         (ws.root / "src/new/deeper/b.txt", None, b"new", [ws.root / "src/new/deeper", ws.root / "src/new"])]
@@ -208,8 +208,8 @@ def test_a_write_journals_before_and_after_and_the_folders_it_made(ws):
 def test_undo_restores_exact_bytes_removes_created_files_and_their_folders(ws):
     a = write(ws, "src/a.txt", b"one\r\ntwo\r\n")
     a.chmod(0o751)
-    ws.write(a, b"1\r\ntwo\r\n", 0o751, before=b"one\r\ntwo\r\n")
-    ws.write(ws.root / "src/new/deeper/b.txt", b"new", 0o644, before=None)
+    ws.write(a, b"1\r\ntwo\r\n", before=b"one\r\ntwo\r\n")
+    ws.write(ws.root / "src/new/deeper/b.txt", b"new", before=None)
     assert ws.undo() == "Undone: removed src/new/deeper/b.txt, which the agent had created."
     assert not (ws.root / "src/new").exists()  # the folders it made for it, too; not src/, which was there
     assert ws.undo() == "Undone: src/a.txt is back as it was before the agent's last edit."
@@ -219,7 +219,7 @@ def test_undo_restores_exact_bytes_removes_created_files_and_their_folders(ws):
 
 
 def test_undo_keeps_a_folder_the_user_has_put_something_in(ws):
-    ws.write(ws.root / "new/sub/b.txt", b"new", 0o644, before=None)
+    ws.write(ws.root / "new/sub/b.txt", b"new", before=None)
     write(ws, "new/mine.txt", b"mine")
     assert ws.undo() == "Undone: removed new/sub/b.txt, which the agent had created."
     assert sorted(ws.relative(path) for path in ws.root.rglob("*")) == ["new", "new/mine.txt"]
@@ -227,7 +227,7 @@ def test_undo_keeps_a_folder_the_user_has_put_something_in(ws):
 
 def test_undo_refuses_to_lose_the_users_own_edit_and_can_retry(ws):
     a = write(ws, "a.txt", b"v1\n")
-    ws.write(a, b"v2\n", 0o644, before=b"v1\n")
+    ws.write(a, b"v2\n", before=b"v1\n")
     a.write_bytes(b"v2\nthe user's line\n")
     refused = ("Not undone: a.txt has changed since the agent wrote it (by you or a command), and undoing "
                "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
@@ -239,7 +239,8 @@ def test_undo_refuses_to_lose_the_users_own_edit_and_can_retry(ws):
 
 
 def test_undo_of_a_file_removed_since_is_refused_in_one_line(ws):
-    ws.write(ws.root / "gone/a.txt", b"v2\n", 0o644, before=b"v1\n")
+    write(ws, "gone/a.txt", b"v1\n")
+    ws.write(ws.root / "gone/a.txt", b"v2\n", before=b"v1\n")
     (ws.root / "gone/a.txt").unlink()
     (ws.root / "gone").rmdir()
     assert ws.undo() == ("Not undone: gone/a.txt was removed since the agent wrote it (by you or a command), and "
@@ -247,7 +248,7 @@ def test_undo_of_a_file_removed_since_is_refused_in_one_line(ws):
 
 
 def test_undo_of_what_the_user_already_took_back_just_drops_it(ws):
-    ws.write(ws.root / "new.txt", b"x", 0o644, before=None)
+    ws.write(ws.root / "new.txt", b"x", before=None)
     (ws.root / "new.txt").unlink()
     assert ws.undo() == "Nothing to undo in new.txt: it is already as it was before the agent's last write."
     assert ws.journal == []
@@ -255,11 +256,44 @@ def test_undo_of_what_the_user_already_took_back_just_drops_it(ws):
 
 def test_undo_turns_a_failed_write_into_one_line(ws, monkeypatch):
     a = write(ws, "a.txt", b"v1\n")
-    ws.write(a, b"v2\n", 0o644, before=b"v1\n")
+    ws.write(a, b"v2\n", before=b"v1\n")
 
-    def full_disk(src, dst):
+    def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(workspace.os, "replace", full_disk)
+    monkeypatch.setattr(beneath.os, "replace", full_disk)
     assert ws.undo() == "Could not undo the last write to a.txt: No space left on device."
     assert a.read_bytes() == b"v2\n" and len(ws.journal) == 1
+
+
+# --- plainagent's own files (the tools' view of them: test_tools.py) ---
+
+
+@pytest.mark.parametrize("path", ["state/plainagent", "state/plainagent/sessions/s.jsonl", "STATE/PlainAgent/history",
+                                  "config/plainagent/AGENTS.md", "link/s.jsonl", "state/./x/../plainagent/y"])
+def test_plainagent_s_own_folders_are_refused_in_any_spelling(tmp_path, path):
+    """conftest puts the state and config folders in tmp_path: here the workspace holds them, as with `-C ~`.
+    In any letter case, as a case-insensitive file system (macOS) would open them."""
+    (tmp_path / "state/plainagent/sessions").mkdir(parents=True)
+    os.symlink("state/plainagent/sessions", tmp_path / "link")
+    refused = refusal(Workspace(tmp_path), path)
+    assert refused.reason == "plainagent's own files: not read"
+    assert str(refused) == (f"{path} is plainagent's own (its transcripts, history or settings): no tool reads, "
+                            "searches or changes it. Ask the user if you need something from it.")
+
+
+def test_a_workspace_beside_the_state_folder_is_not_touched_by_the_rule(tmp_path):
+    (tmp_path / "statefile.txt").write_bytes(b"")
+    (tmp_path / "state").mkdir()
+    ws = Workspace(tmp_path)
+    assert ws.resolve("statefile.txt") == tmp_path / "statefile.txt" and ws.resolve("state") == tmp_path / "state"
+
+
+def test_a_state_folder_reached_through_a_link_is_known_by_where_it_is(tmp_path, monkeypatch):
+    (tmp_path / "project/.state/plainagent").mkdir(parents=True)
+    (tmp_path / "project/.state/plainagent/history").write_bytes(b"")
+    os.symlink(tmp_path / "project/.state", tmp_path / "linked-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "linked-state"))
+    ws = Workspace(tmp_path / "project")
+    assert refusal(ws, ".state/plainagent/history").reason == "plainagent's own files: not read"
+    assert [entry.note for entry in ws.walk(ws.root)] == [None, "plainagent's own files: not read"]

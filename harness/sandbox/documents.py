@@ -1,9 +1,9 @@
-"""A file's bytes as edit_file reads and writes them: decoding, encoding back, and the atomic write.
+"""A file's bytes as edit_file reads and writes them: decoding, and encoding back.
 
 A file is decoded into a `Document` (UTF-8 text with "\n" line endings) and encoded back with the BOM, the
 line endings (one style or mixed) and the final newline it had, so an edit changes the bytes it means to
-change and no other: no CRLF file turned into LF, no BOM dropped, no newline added at the end. The write goes
-through a temporary file and a rename, so a full disk or a crash leaves the old file or the new, never half.
+change and no other: no CRLF file turned into LF, no BOM dropped, no newline added at the end. The write
+itself (atomic, never over a change made since the read, keeping hard links and the owner) is `beneath.py`'s.
 
 This module also owns the line model every part of plainagent counts with: a line ends at CRLF, LF or CR
 and nowhere else (`LINE_BREAK`, `split_lines`). read_file, edit_file, search_files and the tool-call parser
@@ -12,11 +12,8 @@ all use it, so the line numbers in results, excerpts, diffs and read_file output
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
 BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark: kept on the files that have it, never shown as text
@@ -116,18 +113,3 @@ def keep_final_newline(before: str, after: str) -> str:
     elif not before.endswith("\n") and after.endswith("\n"):
         kept = after[:-1]
     return after if kept == before else kept
-
-
-def write_atomically(full: Path, data: bytes, mode: int) -> None:
-    """Write via a temporary file in the same directory and os.replace: the old file or the new, never half."""
-    fd, temporary = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, full)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

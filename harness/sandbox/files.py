@@ -2,9 +2,11 @@
 the write, and creating a new file.
 
 Helpers of the tools in tools.py (their docstrings, what the model reads, stay there). Every path has passed
-`Workspace.resolve`; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's
-(matching old_str);
-the question before the write and the write with its undo record are the workspace's (`approve`, `write`).
+`Workspace.resolve`, and is then used only through the workspace (`stat`, `read`, `write`), by the real path it
+checked; the text work itself is documents.py's (decoding, keeping line endings) and
+edits.py's (matching old_str); the question
+before the write and the write with its undo record are the workspace's (`approve`, `write`). The write
+happens only if the file still holds what the edit was made from, once the question is answered.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-fil
 
 def read_text(ws: Workspace, full: Path, path: str) -> tuple[list[str], list[str]]:
     """A text file's lines, with the API key redacted, and notes for the model on how it was read."""
-    if full.is_file() and full.stat().st_size > READ_MAX_FILE_BYTES:
-        raise ToolError(f"{path} is {full.stat().st_size:,} bytes, too big to load; use run_command with head, "
-                        "tail or grep to look at parts of it.")
-    data = read_bytes(ws, full, path)
+    info = file_status(ws, full, path)
+    data = ws.read(full, READ_MAX_FILE_BYTES + 1) if info.st_size <= READ_MAX_FILE_BYTES else b""
+    if info.st_size > READ_MAX_FILE_BYTES or len(data) > READ_MAX_FILE_BYTES:  # or it grew since it was looked at
+        raise ToolError(f"{path} is {max(info.st_size, len(data)):,} bytes, too big to load; use run_command with "
+                        "head, tail or grep to look at parts of it.")
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
     data, notes = data.removeprefix(BOM), []
@@ -50,14 +53,16 @@ def read_text(ws: Workspace, full: Path, path: str) -> tuple[list[str], list[str
 
 def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     full = ws.resolve(path)
-    if full.is_dir():
+    info = ws.stat(full)
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{path} is a directory; give the path of a file.")
     if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
-        return create_file(ws, full, path, new_str)
-    if not full.exists():
+        return create_file(ws, full, path, new_str, exists=info is not None)
+    if info is None:
         raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
                         f"content as new_str. {suggest_paths(ws, path)}")
-    mode = stat.S_IMODE(full.stat().st_mode)
+    info = file_status(ws, full, path)
+    mode = stat.S_IMODE(info.st_mode)
     if not mode & 0o222:  # the mode bits, not os.access: root may write anything, but the owner said no
         raise ToolError(f"{path} is read-only (mode {mode:o}); edit_file does not change it. If it should "
                         "change, ask the user.")
@@ -66,10 +71,11 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     old, new = LINE_BREAK.sub("\n", old_str), LINE_BREAK.sub("\n", new_str)
     if old == new:
         raise ToolError("old_str and new_str are identical, so there is nothing to change.")
-    if full.stat().st_size > EDIT_MAX_BYTES:
-        raise ToolError(f"{path} is {full.stat().st_size:,} bytes; edit_file only changes files up to "
+    raw = ws.read(full, EDIT_MAX_BYTES + 1) if info.st_size <= EDIT_MAX_BYTES else b""
+    if info.st_size > EDIT_MAX_BYTES or len(raw) > EDIT_MAX_BYTES:  # or it grew since it was looked at
+        raise ToolError(f"{path} is {max(info.st_size, len(raw)):,} bytes; edit_file only changes files up to "
                         f"{EDIT_MAX_BYTES:,} bytes.")
-    document = decode_for_edit(read_bytes(ws, full, path), path)
+    document = decode_for_edit(raw, path)
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
@@ -80,21 +86,19 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
-    ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
-    ws.write(full, data, mode, before=document.raw)
-    return (f"Edited {named(ws, path, full)} ({rule}). "
-            f"{describe_change(document.text, asked, text, first, last)}{warning}")
+    shown = named(ws, path, full) + other_names(info)
+    ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
+    ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
+    return f"Edited {shown} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
 
 
-def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
-    if full.exists():
+def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
+    if exists:
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
     ws.approve("edit", f"create {named(ws, path, full)}", content)
-    umask = os.umask(0)  # the only way to read the umask is to set it; put it straight back
-    os.umask(umask)
     data = content.encode("utf-8")
-    ws.write(full, data, 0o666 & ~umask, before=None)
+    ws.write(full, data, before=None)  # never over a file created meanwhile
     return f"Created {named(ws, path, full)} ({len(split_lines(content))} lines, {len(data):,} bytes)."
 
 
@@ -110,12 +114,20 @@ def named(ws: Workspace, path: str, full: Path) -> str:
     return f"{path} (through a linked folder: {real})"
 
 
-def read_bytes(ws: Workspace, full: Path, path: str) -> bytes:
-    """A regular file's bytes, or a ToolError for a directory, a missing file, a pipe or a device."""
-    if full.is_dir():
-        raise ToolError(f"{path} is a directory; use list_files to see what is in it.")
-    if not full.exists():
+def other_names(info: os.stat_result) -> str:
+    """A note for a file with other names (hard links), which an edit changes too: it is written in place."""
+    if info.st_nlink < 2:
+        return ""
+    return f" (a file with {info.st_nlink} names, hard links: the change shows under every name)"
+
+
+def file_status(ws: Workspace, full: Path, path: str) -> os.stat_result:
+    """The status of a regular file, or a ToolError for a directory, a missing file, a pipe or a device."""
+    info = ws.stat(full)
+    if info is None:
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
-    if not full.is_file():  # opening a FIFO would wait for a writer forever
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{path} is a directory; use list_files to see what is in it.")
+    if not stat.S_ISREG(info.st_mode):  # opening a FIFO would wait for a writer forever
         raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be read.")
-    return full.read_bytes()
+    return info

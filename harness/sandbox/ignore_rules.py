@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -53,6 +54,8 @@ def paths_git_ignores(root: Path) -> set[str] | None:
     # core.fsmonitor names a program git would run: a prepared .git/config must not run one by our hand.
     command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--others", "--ignored", "--exclude-standard",
                "--directory", "-z"]
+    if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
+        return None
     try:
         listed = subprocess.run(command, cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):

@@ -13,8 +13,8 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import itertools
-import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -63,8 +63,7 @@ def overview(ws: Workspace, top: Path) -> tuple[list[Entry], str]:
 
 def nothing_shown(ws: Workspace, full: Path, path: str) -> str:
     """Why a listing is empty: the folder is, or everything in it is left out (never "empty" then)."""
-    with os.scandir(full) as scan:
-        n_entries = sum(1 for _ in scan)
+    n_entries = len(ws.listing(full))
     if not n_entries:
         return f"({path} is empty)"
     entries = "1 entry, but it is" if n_entries == 1 else f"{n_entries:,} entries, but all are"
@@ -109,9 +108,10 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
                     skipped: list[str]) -> list[tuple[str, Path]]:
     """(name to show, real path) of each file search_files reads, in tree order; the files it may not or
     will not read go to `skipped`, with why."""
-    if not full.is_dir():  # the path named one file: a refusal is an error, not a note
-        if full.is_file() and full.stat().st_size > SEARCH_MAX_FILE_BYTES:
-            raise ToolError(f"{path} is {full.stat().st_size:,} bytes; search_files reads files up to "
+    info = ws.stat(full)
+    if info is None or not stat.S_ISDIR(info.st_mode):  # the path named one file: a refusal is an error, not a note
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > SEARCH_MAX_FILE_BYTES:
+            raise ToolError(f"{path} is {info.st_size:,} bytes; search_files reads files up to "
                             f"{SEARCH_MAX_FILE_BYTES:,} bytes. Use run_command with grep -n to search it.")
         return [(ws.relative(full), full)]
     files = []
@@ -119,13 +119,18 @@ def files_to_search(ws: Workspace, full: Path, path: str, glob: str | None,
         name = ws.relative(entry.path)
         if entry.is_dir or (glob and not (glob_matches(name, glob) or fnmatch.fnmatch(entry.path.name, glob))):
             continue
-        if entry.note:
+        if entry.note or entry.real is None:
             skipped.append(f"{name} ({entry.note})")
-        elif entry.path.is_file() and entry.path.stat().st_size > SEARCH_MAX_FILE_BYTES:
-            skipped.append(f"{name} ({entry.path.stat().st_size:,} bytes, more than search_files reads: "
-                           "use run_command with grep)")
-        else:  # a link that passed the gate is read where it leads, and shown under its own name
-            files.append((name, entry.path.resolve() if entry.path.is_symlink() else entry.path))
+            continue
+        try:
+            info = ws.stat(entry.real)
+        except (ToolError, OSError):  # changed or gone since the walk saw it: nothing to search there
+            continue
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_size > SEARCH_MAX_FILE_BYTES:
+            skipped.append(f"{name} ({info.st_size:,} bytes, more than search_files reads: use run_command "
+                           "with grep)")
+        else:  # a link that passed the gate is read where the gate found it leads, shown under its own name
+            files.append((name, entry.real))
     return sorted(files, key=lambda file: Path(file[0]).parts)
 
 
@@ -144,14 +149,26 @@ def glob_matches(name: str, glob: str) -> bool:
 
 def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[str] | None:
     """A text file's lines, the API key redacted, or None for a file to pass over quietly (binary, a pipe, a
-    device). When the path named this one file, those are errors instead: the model asked for it.
-    The pattern runs on the redacted lines: on the file's own, "sk-proj-A" matching or not would tell the
-    model the key one character at a time."""
-    if not file.is_file():  # opening a FIFO would wait for a writer forever
+    device, unreadable, or changed since the walk). When the path named this one file, those are errors
+    instead: the model asked for it. The pattern runs on the redacted lines: on the file's own, "sk-proj-A"
+    matching or not would tell the model the key one character at a time."""
+    try:
+        info = ws.stat(file)
+        if info is None or not stat.S_ISREG(info.st_mode):  # opening a FIFO would wait for a writer forever
+            if file == full:
+                raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be "
+                                "searched.")
+            return None
+        data = ws.read(file, SEARCH_MAX_FILE_BYTES + 1)
+    except (ToolError, OSError):
         if file == full:
-            raise ToolError(f"{path} is not a regular file (a pipe, socket or device); only files can be searched.")
+            raise
         return None
-    data = file.read_bytes()
+    if len(data) > SEARCH_MAX_FILE_BYTES:  # it grew since files_to_search looked at it
+        if file == full:
+            raise ToolError(f"{path} is more than {SEARCH_MAX_FILE_BYTES:,} bytes now; search_files reads files "
+                            "up to that. Use run_command with grep -n to search it.")
+        return None
     if b"\0" in data[:BINARY_SNIFF_BYTES]:
         if file == full:
             raise ToolError(f"{path} is a binary file ({len(data):,} bytes); search_files searches text files only.")

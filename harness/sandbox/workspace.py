@@ -2,37 +2,48 @@
 lets /undo take back the agent's writes, and the session's API key, kept out of every result.
 
 The failures it prevents: a tool reaching outside the workspace (a `..`, an absolute path, a link that
-leads out), a secret read or overwritten, and a write of the agent's that the user cannot take back.
-`tools.py` calls this module and never decides these rules itself; this module knows nothing about the
-tools (it must not import `tools.py`). The rules:
+leads out), a secret read or overwritten, the agent reading its own transcripts, and a write of the agent's
+that loses the user's work or that the user cannot take back. `tools.py` calls this module and never decides
+these rules itself; this module knows nothing about the tools (it must not import `tools.py`). The rules:
   - every path a tool reads, lists, searches or writes passes `Workspace.confine`, one gate: its real
     location (links followed) must be inside the root, neither its name nor its target's may look like a
-    secret (`secret_files.py`), and nothing under `.git/` is read or written (git commands through
-    run_command are the way: git's store holds credentials in .git/config, and its own tools know how to
-    read the rest);
+    secret (`secret_files.py`), it must not be plainagent's own (the state and config folders, wherever they
+    are, and a --log transcript: `-C ~` must not let a search quote the session), and nothing under `.git/`
+    is read or written (git commands through run_command are the way: git's store holds credentials in
+    .git/config, and its own tools know how to read the rest);
+  - what passed the gate is then used by its real path and nothing else: read, listed and written through
+    directory descriptors that follow no link (`beneath.py`), so nothing swapped in after the check is used;
   - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what
     `ignore_rules.py` says: tools' folders, and what git ignores;
+  - a write happens only if the file still holds what the edit was made from (or, for a new file, nothing is
+    there): an approval is for the change the user saw, never over an edit they made meanwhile;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
     and refuses when the file is no longer what the agent left;
   - every result is redacted with the session's key, by the one rule of `redaction.py`.
-Not covered: hard links (a hard link to a file outside is the file itself, and no path can tell), and
-links inside directories reached through a symlinked directory (the walk does not follow those).
+Not covered: hard links (a hard link to a file outside is the file itself, and no path can tell: it is read,
+and written in place, like any file; the question says when a file has other names), and links inside
+directories reached through a symlinked directory (the walk does not follow those).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sandbox.documents import write_atomically
+from harness.cli.directories import config_dir, state_dir
+from harness.sandbox import beneath
+from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
 from harness.sandbox.redaction import leaks, redact
 from harness.sandbox.secret_files import is_secret
+
+OWN = "plainagent's own files: not read"  # the note a listing shows, and the reason of the refusal
 
 
 class ToolError(Exception):
@@ -70,6 +81,8 @@ class Entry:
     path: Path  # where it is, as named (a link's own location, not its target)
     is_dir: bool
     note: str | None = None  # why a tool will not read it or look inside ("may hold secrets"), or None
+    real: Path | None = None  # a file's real location as the gate checked it: what a search reads, not the
+    # name again (a link retargeted after the check would lead elsewhere)
 
 
 @dataclass
@@ -81,9 +94,12 @@ class Workspace:
     secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
+    own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
+    own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
+        self.own = [folded(Path(path).resolve()) for path in [state_dir(), config_dir(), *self.own_files] if path]
 
     # --- paths ---
 
@@ -105,6 +121,9 @@ class Workspace:
         if not self.contains(real):
             raise PathRefused(f"{shown} is outside the workspace {self.root}; only paths inside it can be used.",
                               "leads outside the workspace")
+        if self.is_own(named) or self.is_own(real):
+            raise PathRefused(f"{shown} is plainagent's own (its transcripts, history or settings): no tool reads, "
+                              "searches or changes it. Ask the user if you need something from it.", OWN)
         if is_secret(named.as_posix()):  # the absolute path: with -C ~/.ssh, a key is still in .ssh/
             raise PathRefused(f"{shown} may hold secrets (API keys, private keys), so it is not read, searched "
                               "or edited. Ask the user if you need something from it.", "may hold secrets")
@@ -120,6 +139,12 @@ class Workspace:
 
     def contains(self, path: Path) -> bool:
         return path == self.root or path.is_relative_to(self.root)
+
+    def is_own(self, path: Path) -> bool:
+        """Whether `path` (absolute, without "..") is plainagent's own state or settings, or inside them. In any
+        letter case and Unicode form: on macOS ".LOCAL/State" is ".local/state" itself."""
+        name = folded(path)
+        return any(name == own or name.startswith(own.rstrip("/") + "/") for own in self.own)
 
     def inside_git(self, path: Path) -> bool:
         # Case-insensitive: on macOS and Windows ".GIT/config" is ".git/config".
@@ -138,18 +163,20 @@ class Workspace:
         asked_for_ignored = top != self.root and rules.ignores(self.relative(top), top.name, is_dir=True)
         folders = deque([top])
         while folders:
-            try:
-                with os.scandir(folders.popleft()) as scan:
-                    items = sorted(scan, key=lambda item: item.name)
-            except OSError:  # unreadable (permissions) or gone since it was listed: nothing to show in it
+            folder = folders.popleft()
+            try:  # through descriptors: a folder swapped for a link since it was listed is not entered
+                items = beneath.listing(self.root, folder)
+            except (OSError, Changed):  # unreadable (permissions), gone or swapped since it was listed
                 continue
-            for item in items:
-                path, is_dir = Path(item.path), item.is_dir(follow_symlinks=False)
+            for name, is_dir, is_link in items:
+                path = folder / name
                 if (is_dir and skip_dir(path)) or (
                         not asked_for_ignored and rules.ignores(self.relative(path), path.name, is_dir=is_dir)):
                     continue
-                if item.is_symlink():
+                if is_link:
                     yield self.walked_link(path)
+                elif is_dir and self.is_own(path):  # -C ~: the state folder is shown, and not entered
+                    yield Entry(path, True, OWN)
                 elif is_dir:
                     yield Entry(path, True)
                     folders.append(path)
@@ -161,7 +188,7 @@ class Workspace:
             self.confine(path, real=path)  # a plain file in a real folder is where its name says
         except PathRefused as refusal:
             return Entry(path, False, note=refusal.reason)
-        return Entry(path, False)
+        return Entry(path, False, real=path)
 
     def walked_link(self, path: Path) -> Entry:
         try:
@@ -172,7 +199,45 @@ class Workspace:
             return Entry(path, True, "a link to a folder: not followed; list its target instead")
         if not real.exists():
             return Entry(path, False, "a broken link: what it leads to does not exist")
-        return Entry(path, False)
+        return Entry(path, False, real=real)
+
+    # --- using what passed the gate: by its real path, following no link (beneath.py) ---
+
+    def stat(self, full: Path) -> os.stat_result | None:
+        """What is at the checked real path `full`, itself (None: nothing is)."""
+        try:
+            return beneath.lstat(self.root, full)
+        except Changed as change:
+            raise ToolError(self.changed_while_used(full, change.how)) from None
+
+    def read(self, full: Path, limit: int | None = None) -> bytes:
+        """The bytes of the regular file at the checked real path `full`; at most `limit` of them (a file can grow
+        between the look at its size and the read)."""
+        try:
+            return beneath.read(self.root, full, limit)
+        except (FileNotFoundError, NotADirectoryError):  # there a moment ago (`stat`): gone since
+            raise ToolError(self.changed_while_used(full, "removed")) from None
+        except Changed as change:
+            raise ToolError(self.changed_while_used(full, change.how)) from None
+
+    def listing(self, full: Path) -> list[tuple[str, bool, bool]]:
+        """(name, is a folder, is a link) of each entry in the checked real folder `full`."""
+        try:
+            return beneath.listing(self.root, full)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolError(self.changed_while_used(full, "removed")) from None
+        except Changed as change:
+            raise ToolError(self.changed_while_used(full, change.how)) from None
+
+    def changed_while_used(self, full: Path, how: str) -> str:
+        name = self.relative(full)
+        if how == "link":
+            return (f"{name} changed while it was being opened: it, or a folder on its way, became a symbolic "
+                    "link, so it was not used (a tool uses only what it checked). Try again; if this keeps "
+                    "happening, something is rewriting the workspace.")
+        if how == "removed":
+            return f"{name} was removed while it was being opened. Use list_files to see what exists."
+        return f"{name} changed while it was being opened (it is no longer a regular file). Try again."
 
     # --- writes, and taking them back ---
 
@@ -184,18 +249,37 @@ class Workspace:
         if refusal is not None:
             raise ToolError(f"Not approved: {title}. {refusal}")
 
-    def write(self, full: Path, data: bytes, mode: int, before: bytes | None) -> None:
-        """Write atomically, making missing folders, and journal the bytes before and after for /undo."""
-        made_dirs = []
+    def write(self, full: Path, data: bytes, before: bytes | None) -> None:
+        """Write `data` at the checked real path `full`, making missing folders, and journal it for /undo.
+        `before` is what the edit was made from (None: a new file). When the file no longer holds it, or a file
+        has appeared, nothing is written and the ToolError says why: the user approved a change to what they
+        saw, and their own edit made meanwhile must not be lost."""
         try:
-            for folder in reversed([parent for parent in full.parents if not parent.exists()]):
-                folder.mkdir()
-                made_dirs.insert(0, folder)
-            write_atomically(full, data, mode)
+            if before is None:
+                made_dirs = beneath.create(self.root, full, data)
+            else:
+                beneath.replace(self.root, full, data, expected=before)
+                made_dirs = []
+        except Changed as change:
+            raise ToolError(self.changed_since_read(full, change.how)) from None
         except OSError as error:
-            remove_empty(made_dirs)
             raise ToolError(f"could not write {self.relative(full)}: {error.strerror or error}.") from None
         self.journal.append(Write(full, before, data, made_dirs))
+
+    def changed_since_read(self, full: Path, how: str) -> str:
+        """Why an approved write was not made, for the model and, first words first, the user's activity log."""
+        name, meanwhile = self.relative(full), "(by you or another program, e.g. while the question was on screen)"
+        if how == "created":
+            return (f"{name} was not created: a file appeared there after this edit was asked for {meanwhile}, and "
+                    f"an empty old_str never overwrites a file. Read {name} with read_file, then edit what it holds.")
+        what, advice = {
+            "removed": ("it was removed", "Use list_files to see what exists."),
+            "read-only": ("it was made read-only", "If it should change, ask the user."),
+            "link": ("it, or a folder on its way, became a symbolic link", f"Read {name} again with read_file."),
+            "not a file": ("it stopped being a regular file", "Use list_files to see what is there."),
+        }.get(how, ("it changed", f"Writing would have overwritten that change. Read {name} again with read_file "
+                                  "and make the edit on what it holds now."))
+        return f"{name} was not written: {what} after it was read for this edit {meanwhile}. {advice}"
 
     def undo(self) -> str:
         """Take back the agent's last write, in one line for the user (and the model): restore the bytes
@@ -205,24 +289,29 @@ class Workspace:
             return "Nothing to undo."
         last = self.journal[-1]
         name = self.relative(last.path)
+        changed = (f"Not undone: {name} has changed since the agent wrote it (by you or a command), and undoing "
+                   "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
         try:
-            now = last.path.read_bytes() if last.path.is_file() else None
+            info = beneath.lstat(self.root, last.path)
+            now = beneath.read(self.root, last.path) if info is not None else None
+        except Changed:  # a link, a folder or a pipe where the file was
+            return changed
         except OSError as error:
             return f"Could not undo the last write to {name}: cannot read it ({error.strerror or error})."
         if now == last.before:  # the user took it back already (a created file deleted, an edit reverted)
             self.journal.pop()
-            remove_empty(last.made_dirs)
+            beneath.remove_folders(self.root, last.made_dirs)
             return f"Nothing to undo in {name}: it is already as it was before the agent's last write."
         if now != last.after:
-            change = "was removed" if now is None else "has changed"
-            return (f"Not undone: {name} {change} since the agent wrote it (by you or a command), and undoing "
-                    f"would lose that. Put it back as the agent left it to undo, or fix it by hand.")
-        try:
+            return changed.replace("has changed", "was removed") if now is None else changed
+        try:  # each checks once more that the file holds what the agent left, right before it acts
             if last.before is None:
-                last.path.unlink()
-                remove_empty(last.made_dirs)
+                beneath.remove(self.root, last.path, expected=last.after)
+                beneath.remove_folders(self.root, last.made_dirs)
             else:
-                write_atomically(last.path, last.before, last.path.stat().st_mode & 0o7777)
+                beneath.replace(self.root, last.path, last.before, expected=last.after)
+        except Changed:
+            return changed
         except OSError as error:
             return f"Could not undo the last write to {name}: {error.strerror or error}."
         self.journal.pop()
@@ -249,8 +338,9 @@ def follow_links(path: Path, shown: str) -> Path:
     except RuntimeError:  # Python before 3.13 raises "Symlink loop from ..."
         real = None
     except OSError as error:  # ELOOP from the system
-        if error.errno != errno.ELOOP:
-            raise
+        if error.errno != errno.ELOOP:  # a link that vanished between two looks at it (a rename meanwhile)
+            raise PathRefused(f"{shown} changed while it was being looked at (a link on its way appeared or "
+                              "went); try again.", "changed while it was being looked at") from None
         real = None
     if real is None or real.is_symlink():  # 3.13 and later stop at the looping link instead of raising
         raise PathRefused(f"{shown} goes through a loop of symbolic links (a link that leads back to itself), "
@@ -259,12 +349,6 @@ def follow_links(path: Path, shown: str) -> Path:
     return real
 
 
-def remove_empty(folders: list[Path]) -> None:
-    """Remove these folders, deepest first, while they are empty: never a folder holding anything."""
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError:  # not empty (the user put something there), or already gone
-            return
-
-
+def folded(path: Path) -> str:
+    """A path as a case-insensitive file system compares it: one Unicode form, one letter case."""
+    return unicodedata.normalize("NFC", path.as_posix()).casefold()

@@ -1,0 +1,202 @@
+"""What a tool opens is what it checked: walking from the root by descriptors, no link followed, and writes
+that never overwrite what they did not read. On real files in tmp_path; the race with a concurrent process
+swapping a folder for a link is run for real, and must never once reach outside."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from harness.sandbox import beneath, search
+from harness.sandbox.beneath import Changed
+from tools import Workspace, run_tool
+
+
+@pytest.fixture
+def root(tmp_path):
+    root = tmp_path / "project"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub/a.txt").write_bytes(b"inside\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside/a.txt").write_bytes(b"OUTSIDE\n")
+    return root
+
+
+# --- the walk from the root ---
+
+
+@pytest.mark.parametrize("target", ["../outside", "sub"])  # even a link that stays inside: it was not checked
+def test_a_link_on_the_way_is_refused_never_followed(root, target):
+    os.symlink(target, root / "via")
+    for use in [lambda: beneath.read(root, root / "via/a.txt"), lambda: beneath.lstat(root, root / "via/a.txt"),
+                lambda: beneath.listing(root, root / "via"), lambda: beneath.create(root, root / "via/new.txt", b"x")]:
+        with pytest.raises(Changed) as changed:
+            use()
+        assert changed.value.how == "link"
+    assert sorted(path.name for path in (root.parent / "outside").iterdir()) == ["a.txt"]
+
+
+def test_a_link_as_the_file_itself_is_not_opened(root):
+    os.symlink("../../outside/a.txt", root / "sub/link.txt")
+    with pytest.raises(Changed) as changed:
+        beneath.read(root, root / "sub/link.txt")
+    assert changed.value.how == "link"
+    assert beneath.lstat(root, root / "sub/link.txt").st_size == len("../../outside/a.txt")  # the link itself
+    assert beneath.listing(root, root / "sub") == [("a.txt", False, False), ("link.txt", False, True)]
+
+
+def test_what_is_missing_is_none_and_a_file_on_the_way_is_missing_too(root):
+    assert beneath.lstat(root, root / "sub/nope.txt") is None
+    assert beneath.lstat(root, root / "sub/a.txt/x") is None
+    assert beneath.lstat(root, root / "nope/x") is None
+    assert beneath.read(root, root / "sub/a.txt") == b"inside\n"
+
+
+def test_a_pipe_is_refused_without_waiting_for_a_writer(root):
+    os.mkfifo(root / "sub/pipe")
+    with pytest.raises(Changed) as changed:
+        beneath.read(root, root / "sub/pipe")
+    assert changed.value.how == "not a file"
+
+
+# --- writes ---
+
+
+def test_a_new_file_never_replaces_anything_not_even_a_dangling_link(root):
+    os.symlink("../../outside/new.txt", root / "sub/new.txt")
+    with pytest.raises(Changed) as changed:
+        beneath.create(root, root / "sub/new.txt", b"x")
+    assert changed.value.how == "created" and not (root.parent / "outside/new.txt").exists()
+
+
+def test_a_failed_creation_leaves_neither_the_file_nor_the_folders_it_made(root, monkeypatch):
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(beneath.os, "fsync", full_disk)
+    with pytest.raises(OSError):
+        beneath.create(root, root / "new/deeper/b.txt", b"data")
+    assert not (root / "new").exists()
+
+
+def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(root, monkeypatch):
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(beneath.os, "replace", full_disk)
+    with pytest.raises(OSError):
+        beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"inside\n")
+    assert (root / "sub/a.txt").read_bytes() == b"inside\n" and os.listdir(root / "sub") == ["a.txt"]
+
+
+def test_a_write_over_other_bytes_than_expected_writes_nothing(root):
+    with pytest.raises(Changed) as changed:
+        beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"what the edit was made from\n")
+    assert changed.value.how == "changed" and (root / "sub/a.txt").read_bytes() == b"inside\n"
+
+
+def test_a_file_with_other_names_is_written_in_place(root):
+    os.link(root / "sub/a.txt", root.parent / "outside/b.txt")
+    inode = (root / "sub/a.txt").stat().st_ino
+    beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"inside\n")
+    assert (root.parent / "outside/b.txt").read_bytes() == b"new\n" and (root / "sub/a.txt").stat().st_ino == inode
+
+
+def test_an_in_place_write_that_fails_halfway_puts_the_old_bytes_back(root, monkeypatch):
+    os.link(root / "sub/a.txt", root / "sub/b.txt")
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(beneath.os, "fsync", full_disk)
+    with pytest.raises(OSError):
+        beneath.replace(root, root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
+    assert (root / "sub/b.txt").read_bytes() == b"inside\n"
+
+
+def test_removing_folders_stops_at_one_that_holds_something_and_follows_no_link(root, tmp_path):
+    (tmp_path / "outside/empty").mkdir()
+    os.symlink("../outside/empty", root / "gone")
+    (root / "a/b").mkdir(parents=True)
+    (root / "a/mine.txt").write_bytes(b"")
+    beneath.remove_folders(root, [root / "gone", root / "a/b", root / "a"])
+    beneath.remove_folders(root, [root / "a/b", root / "a"])
+    assert (tmp_path / "outside/empty").is_dir() and sorted(os.listdir(root / "a")) == ["mine.txt"]
+
+
+# --- the race, for real: a process swaps sub/ for a link to outside/ as fast as it can ---
+
+SWAPPER = """
+import os, sys
+root, outside = sys.argv[1], sys.argv[2]
+print("ready", flush=True)
+n = 0
+while True:
+    for name in ("sub", "work"):
+        folder, aside = os.path.join(root, name), os.path.join(root, "." + name + "-aside")
+        try:
+            os.rename(folder, aside)  # the real folder out of the way...
+            os.symlink(outside, folder)  # ...and a link to outside/ in its place
+        except OSError:
+            pass
+        try:
+            os.unlink(folder)
+        except OSError:
+            pass
+        try:
+            os.rename(aside, folder)
+        except OSError:  # a tool made a new folder while it was missing: put that aside, inside the workspace
+            n += 1
+            try:
+                os.rename(folder, os.path.join(root, ".made-" + str(n)))
+            except OSError:
+                pass
+"""
+TRIES = 1000
+OUTSIDE_SEEN = re.compile(r"1: OUTSIDE|\tOUTSIDE|only-outside")  # outside/'s bytes in a read or search, or its name
+
+
+@pytest.fixture
+def swapper(tmp_path, monkeypatch):
+    """A workspace whose sub/ and work/ a concurrent process keeps swapping for links to outside/, which holds the
+    same names: other bytes where a read could tell them apart, the same where an edit must match."""
+    monkeypatch.setenv("PATH", "")  # no git to ask at each listing: 2,000 of them would take most of the time
+    # Each miss (sub/ gone for a moment) suggests names: from the ten files at the root, not from 1,000 in work/.
+    monkeypatch.setattr(search, "SUGGEST_MAX_ENTRIES", 10)
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    for i in range(10):
+        (root / f"notes-{i}.txt").write_bytes(b"")
+    outside.mkdir()
+    (root / "sub/file.txt").write_bytes(b"inside\n")
+    (outside / "file.txt").write_bytes(b"OUTSIDE\n")
+    (outside / "only-outside.txt").write_bytes(b"OUTSIDE\n")
+    (root / "work").mkdir()
+    for i in range(TRIES):
+        for folder in (root / "work", outside):
+            (folder / f"e{i}.txt").write_bytes(f"edit me {i}\n".encode())
+    process = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(outside)], stdout=subprocess.PIPE)
+    assert process.stdout.readline() == b"ready\n"
+    yield Workspace(root), outside
+    process.kill()
+    process.wait()
+    process.stdout.close()
+
+
+def test_a_concurrent_swapper_never_gets_a_tool_outside(swapper):
+    """1,000 tries of each: on the code that checked a name and then opened it, about 1 read in 60 returned the
+    outside file and 1 creation in 250 landed there."""
+    ws, outside = swapper
+    calls = {"read": lambda i: ("read_file", {"path": "sub/file.txt"}),
+             "list": lambda i: ("list_files", {"path": "sub"}),
+             "search": lambda i: ("search_files", {"pattern": "OUTSIDE|inside", "path": "sub", "glob": "file.txt"}),
+             "edit": lambda i: ("edit_file", {"path": f"work/e{i}.txt", "old_str": "edit me", "new_str": "edited"}),
+             "create": lambda i: ("edit_file", {"path": f"work/new-{i}.txt", "old_str": "", "new_str": "new\n"})}
+    outputs = {kind: [run_tool(ws, *call(i)).output for i in range(TRIES)] for kind, call in calls.items()}
+    escapes = {kind: sum(bool(OUTSIDE_SEEN.search(output)) for output in found) for kind, found in outputs.items()}
+    escapes["edit"] = sum((outside / f"e{i}.txt").read_bytes() != f"edit me {i}\n".encode() for i in range(TRIES))
+    escapes["create"] = sum(name.startswith(("new-", ".")) for name in os.listdir(outside))  # files, temporaries
+    assert escapes == {"read": 0, "list": 0, "search": 0, "edit": 0, "create": 0}
+    assert sorted(os.listdir(outside)) == sorted(["file.txt", "only-outside.txt"] + [f"e{i}.txt" for i in range(TRIES)])
