@@ -49,7 +49,7 @@ class PathRefused(ToolError):
 
 
 # Answers the user's question before a write or a command: (kind, title, preview) -> None to go ahead,
-# or the reason for refusing ("" when the user gave none). kind is "edit" or "command".
+# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch".
 Confirm = Callable[[str, str, str], "str | None"]
 
 
@@ -81,6 +81,7 @@ class Workspace:
     secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
+    fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch reaches unasked, private ones too (fetch.py)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
