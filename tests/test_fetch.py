@@ -28,6 +28,7 @@ from tools import FETCH_MAX_CHARS, Toolbox, web_fetch
 
 KEY = "sk-fetch-secret-0123456789abcdef"
 LOCAL = frozenset({"127.0.0.1"})  # PLAINAGENT_FETCH_ALLOW=127.0.0.1
+METADATA = "the cloud metadata address (where a cloud machine's credentials are served)"
 
 
 # --- a web site on 127.0.0.1 ---
@@ -215,6 +216,11 @@ def test_a_page_without_main_keeps_all_but_the_navigation():
         "A https://x.org/a and a button.")
 
 
+def test_links_are_relative_to_the_pages_base():
+    html = '<head><base href="https://cdn.example/v2/"></head><p><a href="api.html">API</a></p>'
+    assert html_to_text(html, "https://example.org/docs/") == "API (https://cdn.example/v2/api.html)"
+
+
 def test_json_and_plain_text_come_as_they_are(site, ws):
     site.pages["/api.json"] = {"headers": {"Content-Type": "application/json"}, "body": '{"a": [1, 2],\n "b": "<p>"}'}
     site.pages["/notes.md"] = {"headers": {"Content-Type": "text/markdown"}, "body": "# Notes\n\n  indented  <b>\n"}
@@ -379,7 +385,7 @@ def test_a_redirect_to_a_private_address_is_refused_and_named(site, ws):
     site.pages["/out"] = {"status": 302, "headers": {"Location": f"http://127.0.0.2:{site.port}/admin"}}
     with pytest.raises(ToolError) as refused:
         web_fetch(ws, f"{site.url}/out")
-    assert str(refused.value) == (f"127.0.0.2 (redirected to by {site.url}/out) is a loopback (this machine) address: "
+    assert str(refused.value) == (f"127.0.0.2 (redirected to by {site.url}/out) is a loopback address (this machine): "
                                   "web_fetch does not reach into the user's network or this machine. The user can "
                                   "allow this host by adding it to PLAINAGENT_FETCH_ALLOW.")
     assert [request.target for request in site.received] == ["/out"]  # 127.0.0.2 was never sent a thing
@@ -392,8 +398,7 @@ def test_a_redirect_to_a_name_resolving_to_the_metadata_address_is_refused(site)
         fetch(f"{site.url}/out", LOCAL, approve=lambda host, shown: asked.append((host, shown)),
               resolve=answers({"metadata.test": ["169.254.169.254"]}))
     assert str(refused.value).startswith(f"metadata.test resolves to 169.254.169.254, which (redirected to by "
-                                         f"{site.url}/out) is a link-local (where the cloud metadata address "
-                                         "169.254.169.254 is) address")
+                                         f"{site.url}/out) is {METADATA}: web_fetch does not reach")
     # another host: asked about first, with the redirect that led to it
     assert asked == [("metadata.test", f"{site.url}/out (302) redirected to\nhttp://metadata.test/latest/meta-data/")]
 
@@ -409,15 +414,14 @@ def test_a_redirect_out_of_the_web_is_refused(site, location):
 
 
 @pytest.mark.parametrize("address, kind", [
-    ("127.0.0.1", "loopback (this machine)"), ("127.0.0.2", "loopback (this machine)"), ("::1", "loopback (this machine)"),
-    ("10.1.2.3", "private (the local network)"), ("192.168.1.10", "private (the local network)"),
-    ("172.16.0.1", "private (the local network)"), ("fd00:ec2::254", "private (the local network)"),
-    ("169.254.169.254", "link-local (where the cloud metadata address 169.254.169.254 is)"),
-    ("fe80::1%eth0", "link-local (where the cloud metadata address 169.254.169.254 is)"),
-    ("::ffff:169.254.169.254", "link-local (where the cloud metadata address 169.254.169.254 is)"),
-    ("::ffff:10.0.0.1", "private (the local network)"), ("2002:7f00:1::", "loopback (this machine)"),
-    ("64:ff9b::a00:1", "private (the local network)"), ("0.0.0.0", "private (the local network)"),
-    ("100.64.0.1", "not public"), ("224.0.0.251", "not public"), ("ff02::1", "not public"),
+    ("127.0.0.1", "a loopback address (this machine)"), ("127.0.0.2", "a loopback address (this machine)"), ("::1", "a loopback address (this machine)"),
+    ("10.1.2.3", "a private address (the local network)"), ("192.168.1.10", "a private address (the local network)"),
+    ("172.16.0.1", "a private address (the local network)"), ("fd12:3456::1", "a private address (the local network)"),
+    ("169.254.169.254", METADATA), ("fd00:ec2::254", METADATA), ("::ffff:169.254.169.254", METADATA),
+    ("169.254.1.1", "a link-local address (the local link)"), ("fe80::1%eth0", "a link-local address (the local link)"),
+    ("::ffff:10.0.0.1", "a private address (the local network)"), ("2002:7f00:1::", "a loopback address (this machine)"),
+    ("64:ff9b::a00:1", "a private address (the local network)"), ("0.0.0.0", "a private address (the local network)"),
+    ("100.64.0.1", "not a public address"), ("224.0.0.251", "not a public address"), ("ff02::1", "not a public address"),
     ("8.8.8.8", None), ("2606:4700::1111", None), ("::ffff:93.184.216.34", None),
 ])
 def test_which_addresses_are_not_the_public_web(address, kind):
@@ -444,7 +448,7 @@ def test_the_address_check_decides_on_the_resolvers_answer(host, addresses, allo
 def test_a_private_address_is_refused_in_every_mode_yes_included(tmp_path, mode):
     asked = []
     ws = Workspace(tmp_path, confirm=Permissions(mode, ask=lambda *question: asked.append(question)))
-    with pytest.raises(ToolError, match=r"^127\.0\.0\.2 is a loopback \(this machine\) address"):
+    with pytest.raises(ToolError, match=r"^127\.0\.0\.2 is a loopback address \(this machine\)"):
         web_fetch(ws, "http://127.0.0.2:9/")
     assert asked == []  # an address is judged before anyone is asked: the answer could not change it
 
@@ -598,8 +602,8 @@ def test_the_settings(tmp_path):
     assert config_from(tmp_path, {}).fetch is True and config_from(tmp_path, {}).fetch_allow == frozenset()
     with pytest.raises(ConfigError, match="PLAINAGENT_FETCH='maybe': use on or off."):
         config_from(tmp_path, {"PLAINAGENT_FETCH": "maybe"})
-    with pytest.raises(ConfigError, match=r"PLAINAGENT_FETCH_ALLOW='\[::1': '\[::1' is not a host name or address"):
-        config_from(tmp_path, {"PLAINAGENT_FETCH_ALLOW": "[::1"})
+    with pytest.raises(ConfigError, match=r"PLAINAGENT_FETCH_ALLOW='a.org, https://': 'https://' is not a host name "):
+        config_from(tmp_path, {"PLAINAGENT_FETCH_ALLOW": "a.org, https://"})
 
 
 def test_a_projects_env_cannot_allow_hosts(tmp_path):
@@ -612,6 +616,7 @@ def test_a_projects_env_cannot_allow_hosts(tmp_path):
 def test_parse_hosts():
     assert parse_hosts("") == frozenset()
     assert parse_hosts(" a.org;B.org. ") == {"a.org", "b.org"}
+    assert parse_hosts("::1 0:0:0:0:0:0:0:1 [fe80::1]:80 https://[::2]/x 10.0.0.1") == {"::1", "fe80::1", "::2", "10.0.0.1"}
 
 
 # --- helpers ---

@@ -47,7 +47,7 @@ MAX_BYTES = 5_000_000  # of the page, gzip undone; a longer one is cut here, and
 MAX_REDIRECTS = 5
 TEXT_TYPES = {"application/json", "application/xml", "application/javascript", "application/x-ndjson",
               "application/yaml", "application/x-yaml", "application/toml", "application/x-sh"}
-ALLOW_HINT = "PLAINAGENT_FETCH_ALLOW"
+METADATA = {"169.254.169.254", "fd00:ec2::254", "100.100.100.200"}  # AWS, GCP, Azure...; AWS over IPv6; Alibaba
 
 # (host, whether a proxy will resolve it instead) -> its addresses, as strings, as the system's resolver gives them.
 Resolver = Callable[[str, bool], list[str]]
@@ -71,15 +71,18 @@ def parse_hosts(text: str) -> frozenset[str]:
     -> {"docs.python.org", "127.0.0.1", "::1"}. A URL pasted whole counts as its host; ValueError for an item
     that names no host."""
     hosts = set()
-    for item in re.split(r"[\s,;]+", text.strip()):
+    for item in filter(None, re.split(r"[\s,;]+", text)):
         try:
-            host = host_of(item if "//" in item else f"//{item}") if item else ""
-        except ValueError:  # an unclosed "[" of an IPv6 address
-            host = ""
-        if item and not host:
+            host = str(ipaddress.ip_address(item.strip("[]")))  # an address, in the form the resolver gives it
+        except ValueError:
+            try:
+                host = host_of(item if "//" in item else f"//{item}")
+            except ValueError:  # an unclosed "[" of an IPv6 address
+                host = ""
+        if not host:
             raise ValueError(f"{item!r} is not a host name or address")
         hosts.add(host)
-    return frozenset(hosts - {""})
+    return frozenset(hosts)
 
 
 # --- the fetch ---
@@ -180,7 +183,7 @@ def addresses_of(host: str, proxied: bool = False) -> list[str]:
 
 
 def non_public(address: str) -> str | None:
-    """What kind of address the web cannot reach, e.g. "link-local (the cloud metadata address)"; None for a
+    """What an address the web cannot reach is, e.g. "a private address (the local network)"; None for a
     public one. An IPv6 address that carries an IPv4 one (::ffff:10.0.0.1, 6to4, NAT64) is judged by it."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # fe80::1%eth0: the zone names an interface
     if ip.version == 6:
@@ -189,14 +192,16 @@ def non_public(address: str) -> str | None:
             embedded = ipaddress.ip_address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return non_public(str(embedded))
+    if str(ip) in METADATA:
+        return "the cloud metadata address (where a cloud machine's credentials are served)"
     if ip.is_loopback:
-        return "loopback (this machine)"
+        return "a loopback address (this machine)"
     if ip.is_link_local:
-        return "link-local (where the cloud metadata address 169.254.169.254 is)"
+        return "a link-local address (the local link)"
     if ip.is_private:
-        return "private (the local network)"
+        return "a private address (the local network)"
     if not ip.is_global or ip.is_multicast:
-        return "not public"
+        return "not a public address"
     return None
 
 
@@ -208,8 +213,8 @@ def check_addresses(host: str, addresses: list[str], allowed: frozenset[str], ho
         if kind and host not in allowed and address.split("%", 1)[0] not in allowed:
             named = host if host == address else f"{host} resolves to {address}, which"
             via = f" (redirected to by {hops[-1].rsplit(' (', 1)[0]})" if hops else ""
-            raise ToolError(f"{named}{via} is a {kind} address: web_fetch does not reach into the user's network "
-                            f"or this machine. The user can allow this host by adding it to {ALLOW_HINT}.")
+            raise ToolError(f"{named}{via} is {kind}: web_fetch does not reach into the user's network "
+                            f"or this machine. The user can allow this host by adding it to PLAINAGENT_FETCH_ALLOW.")
 
 
 def is_address(host: str) -> bool:

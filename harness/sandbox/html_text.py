@@ -4,7 +4,7 @@ The failure it prevents: a page sent as markup costs several times the tokens of
 scripts, styles and the site's menus. What is kept: the title, headings (as `#` lines), paragraphs, lists
 (`-` and `1.` items, nested ones indented), tables as rows of `|`-separated cells, `<pre>` blocks verbatim
 between ``` lines and inline `code` in backticks, links as `text (url)` with the url made absolute. What is
-dropped: scripts, styles, forms, images, hidden elements and navigation (`<nav>`, `<aside>`, `<footer>`,
+dropped: scripts, styles, form controls, images, hidden elements and navigation (`<nav>`, `<aside>`, `<footer>`,
 role="navigation"); and when the page marks its main content (`<main>`, role="main"), everything outside it.
 """
 
@@ -14,9 +14,10 @@ import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
-# Elements whose content is never text for the reader: code, styling, widgets, and the site's own menus.
+# Elements whose content is never text for the reader: code, styling, widgets, and the site's own menus. Not
+# <form>: some sites (ASP.NET's) wrap the whole page in one.
 DROPPED = {"script", "style", "noscript", "template", "svg", "math", "canvas", "iframe", "object", "head",
-           "nav", "aside", "footer", "form", "button", "select", "textarea", "dialog"}
+           "nav", "aside", "footer", "button", "select", "textarea", "dialog"}
 DROPPED_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search"}
 # Elements that end the line before them and after them.
 BLOCKS = {"p", "div", "section", "article", "main", "header", "blockquote", "figure", "figcaption", "details",
@@ -92,6 +93,8 @@ class PageParser(HTMLParser):
         if tag == "title" and not self.title and (not self.dropping or self.dropping[0] == "head"):
             self.in_title = True  # the page's title, in its <head> (not an icon's, inside an <svg>)
             return
+        if tag == "base" and dict(attrs).get("href"):  # <base href> (in the <head>): what links are relative to
+            self.base = urljoin(self.base, dict(attrs)["href"])
         if self.dropping and self.dropping[0] == "head" and tag == "body":
             self.dropping = None  # </head> may be left out: the body ends it
         if self.dropping:
