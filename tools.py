@@ -9,10 +9,10 @@ parameter (after `*`) is not the model's to fill: the toolbox passes it in (dele
 `Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and logs it. What keeps
 the tools trustworthy lives in harness/sandbox/ and is called from here: every path goes through
 `ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, .git/; secret_files.py: what may hold
-secrets), every write and command through `ws.approve` (permissions.py: the mode, and the question to the
-user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py);
-every result has the API key redacted (redaction.py). Edits keep the file's bytes: line endings, BOM, final
-newline, permissions (documents.py, edits.py).
+secrets), every write, command and fetch through `ws.approve` (permissions.py: the mode, and the question to
+the user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py),
+fetches the address check (fetch.py); every result has the API key redacted (redaction.py). Edits keep the
+file's bytes: line endings, BOM, final newline, permissions (documents.py, edits.py).
 """
 
 from __future__ import annotations
@@ -196,11 +196,10 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
 
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
-    """Fetch a web page as text: HTML made plain, links as text (url). A long page is cut; the cut
-    names the offset to read on.
+    """Fetch a web page as plain text; a long one is cut, and the cut says how to read on.
 
     Args:
-        url: e.g. "https://docs.python.org/3/library/re.html".
+        url: e.g. "https://docs.python.org/3/".
         offset: the character to start at.
     """
     # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
