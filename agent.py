@@ -206,7 +206,7 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
                   display: LiveReply | None = None, log=log, tokens: dict | None = None) -> Session:
     """Each seam in its armour: the tools in the mode, the history inside the budget and recorded, the model
     shown as it streams and kept inside the window (it fits the history before each request)."""
-    permissions = permissions or Permissions(config.mode)
+    permissions = permissions or Permissions(config.mode, fetch=config.fetch)
     tools = Toolbox(workspace, permissions, log=log)
     history = Context([], config.context_tokens, transcript=transcript, log=log)
     model = Model(client, display, history, tokens)
@@ -255,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # while reading the task from stdin
         return 130
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
-    permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log)  # the mode, and who is asked
+    permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
-                          deny_rules=DEFAULT_RULES + parse_rules(config.deny))
+                          fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny))
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))

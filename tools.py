@@ -9,10 +9,10 @@ parameter (after `*`) is not the model's to fill: the toolbox passes it in (dele
 `Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and logs it. What keeps
 the tools trustworthy lives in harness/sandbox/ and is called from here: every path goes through
 `ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, .git/; secret_files.py: what may hold
-secrets), every write and command through `ws.approve` (permissions.py: the mode, and the question to the
-user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py);
-every result has the API key redacted (redaction.py). Edits keep the file's bytes: line endings, BOM, final
-newline, permissions (documents.py, edits.py).
+secrets), every write, command and fetch through `ws.approve` (permissions.py: the mode, and the question to
+the user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py),
+fetches the address check (fetch.py); every result has the API key redacted (redaction.py). Edits keep the
+file's bytes: line endings, BOM, final newline, permissions (documents.py, edits.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
+from harness.sandbox.fetch import fetch, render_page
 from harness.sandbox.files import change_file, read_text
 from harness.sandbox.guard import denied_by, refusal
 from harness.sandbox.permissions import Permissions
@@ -59,6 +60,7 @@ SEARCH_LINE_MAX_CHARS = 200  # a matching line is shown cut to this: a search sh
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
 SEARCH_MAX_SECONDS = 10  # a whole search_files call, walk included; in -p mode nobody is there to press Ctrl-C
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
+FETCH_MAX_CHARS = 20_000  # characters of a page's text per web_fetch call (~5k tokens), as for read_file
 SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model receives: the one thing delegating costs
 
 
@@ -194,6 +196,19 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     return run_shell(ws, command, max(1, min(timeout, COMMAND_MAX_TIMEOUT)))
 
 
+def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
+    """Fetch a web page as plain text; a long one is cut, and the cut says how to read on.
+
+    Args:
+        url: e.g. "https://docs.python.org/3/".
+        offset: the character to start at.
+    """
+    # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
+    # for a fetch means that host (terminal.py), as the title names it.
+    page = fetch(url, ws.fetch_allow, lambda host, shown: ws.approve("fetch", f"fetch from {host}", shown))
+    return render_page(page, ws.redact(page.text), offset, FETCH_MAX_CHARS)  # redacted before it is cut
+
+
 def delegate(ws: Workspace, task: str, *, subagent: Callable[[str], str] | None = None) -> str:
     """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
     workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
@@ -214,7 +229,8 @@ def delegate(ws: Workspace, task: str, *, subagent: Callable[[str], str] | None 
     return answer
 
 # name -> function; the order here is the order the prompt lists them in
-TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command, delegate]}
+TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, search_files, run_command, web_fetch,
+                                          delegate]}
 
 
 # --- the toolbox: one call in, one result out ---

@@ -56,10 +56,10 @@ def signatures(prompt: str) -> list[str]:
 
 
 @pytest.mark.parametrize("mode, tools", [
-    ("ask", ["read_file", "list_files", "edit_file", "search_files", "run_command", "delegate"]),
-    ("edits", ["read_file", "list_files", "edit_file", "search_files", "run_command", "delegate"]),
-    ("yes", ["read_file", "list_files", "edit_file", "search_files", "run_command", "delegate"]),
-    ("read-only", ["read_file", "list_files", "search_files", "delegate"]),
+    ("ask", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
+    ("edits", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
+    ("yes", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
+    ("read-only", ["read_file", "list_files", "search_files", "web_fetch", "delegate"]),
 ])
 def test_the_system_prompt_offers_the_modes_tools_only(tmp_path, mode, tools):
     session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path), permissions=Permissions(mode))

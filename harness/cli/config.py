@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 
 from harness.model.hosts import is_local
 from harness.sandbox.documents import is_text
+from harness.sandbox.fetch import parse_hosts
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.permissions import MODES
 
@@ -38,6 +39,8 @@ class Config:
     workspace: Path = Path(".")  # -C: the directory the tools may touch
     mode: str = "ask"  # PLAINAGENT_MODE, --mode (-y is --mode yes): what is asked before writes and commands
     deny: str = ""  # PLAINAGENT_DENY: more commands never to run, "terraform destroy; npm publish" (guard.py)
+    fetch: bool = True  # PLAINAGENT_FETCH (on/off): offer web_fetch
+    fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts fetched unasked, private ones too
     env_file: Path | None = None  # the .env to name in error messages
 
 
@@ -48,7 +51,8 @@ class ConfigError(Exception):
 ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL",
             "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
             "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
-            "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM"}  # Config field -> variable
+            "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
+            "fetch_allow": "PLAINAGENT_FETCH_ALLOW"}  # Config field -> variable
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 
 
@@ -76,6 +80,9 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
         raise ConfigError(f"PLAINAGENT_MODE={settings['PLAINAGENT_MODE'].strip()} comes from {project_env}: a "
                           "project's .env may make plainagent ask more, never less. Pass --mode or -y yourself, "
                           "or set it in the environment.")
+    if sources.get("PLAINAGENT_FETCH_ALLOW") == project_env:  # it lets fetches through unasked
+        raise ConfigError(f"PLAINAGENT_FETCH_ALLOW comes from {project_env}: a project's .env may make plainagent "
+                          "ask more, never less. Set it in the environment or the .env next to agent.py.")
     config = Config(env_file=env_files[-1] if env_files else cwd / ".env")
     for name, variable in ENV_VARS.items():
         if variable in settings:
@@ -118,7 +125,7 @@ def parse_setting(name: str, variable: str, value: str):
             if int(value) < least:
                 raise ConfigError(f"{variable}={value}: it must be at least {least}.")
             return int(value)
-        if name == "stream":
+        if name in ("stream", "fetch"):
             if value.strip().lower() not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
                 raise ConfigError(f"{variable}={value!r}: use on or off.")
             return value.strip().lower() in ("on", "1", "true", "yes")
@@ -129,6 +136,12 @@ def parse_setting(name: str, variable: str, value: str):
             return stop
         if name == "mode" and value.strip() not in MODES:
             raise ConfigError(f"{variable}={value!r} is not a mode; use one of: {', '.join(MODES)}.")
+        if name == "fetch_allow":
+            try:
+                return parse_hosts(value)  # said now, not at the first fetch
+            except ValueError as error:
+                raise ConfigError(f"{variable}={value!r}: {error}; list hosts separated by commas, e.g. "
+                                  f"{variable}=\"docs.python.org, localhost\".") from None
         if name == "deny":
             try:
                 parse_rules(value)  # say so now, not at the first command

@@ -158,10 +158,10 @@ class TerminalConfirm:
         self.root = root  # the workspace, where commands run
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
-        self.always: set[str] = set()  # kinds ("edit", "command") approved for the rest of the session
+        self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
-        if kind in self.always:
+        if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
             return None
         stdin = self.stdin or sys.stdin
         if not stdin.isatty():
@@ -179,8 +179,8 @@ class TerminalConfirm:
                 answer = terminal.read_answer() or ""
             verdict, refusal = parse_answer(answer)
             if verdict == "always":
-                self.always.add(kind)
-                terminal.write(f"(approving every {kind} for the rest of this session)\n")
+                self.always.add(scope)
+                terminal.write(f"(approving every {scope} for the rest of this session)\n")
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always") else refusal

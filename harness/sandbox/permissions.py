@@ -1,15 +1,19 @@
 """Permission modes: how much the user trusts the agent with, for this session.
 
-    ask        (default) a preview and a question before each write and each command
-    read-only  only the reading tools exist: the others are left out of the system prompt, and a call to one
-               anyway is refused
+    ask        (default) a preview and a question before each write, each command and each fetch
+    read-only  only the reading tools exist, web_fetch among them: the others are left out of the system
+               prompt, and a call to one anyway is refused; a fetch is still asked
     edits      file edits are applied without asking (their preview still goes to the activity log);
-               commands are asked
+               commands and fetches are asked
     yes        nothing is asked (-y)
 
-`Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write and
-command), so the mode is decided in one place; the question itself is the terminal's (`terminal.py`). The
-deny rules (`guard.py`) come before any of this: a denied command is refused in every mode.
+`Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write, command
+and fetch), so the mode is decided in one place; the question itself is the terminal's (`terminal.py`). The
+deny rules (`guard.py`) come before any of this: a denied command is refused in every mode. So do web_fetch's
+own checks (`fetch.py`): a host in PLAINAGENT_FETCH_ALLOW is never asked about, and an address in the user's
+network is refused in every mode, unless it is allowed. A fetch reads nothing of the workspace and writes
+nothing, so read-only offers it; but a URL can carry what the model has read out to anyone, so it is asked
+wherever anything is. PLAINAGENT_FETCH=off leaves it out in every mode.
 """
 
 from __future__ import annotations
@@ -24,9 +28,14 @@ MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe() sa
 # The tools that only read, offered in read-only sessions. An allowlist: a new tool is left out of read-only
 # sessions until it is added here. (Whether a tool asks before it acts is its own call to ws.approve.)
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
+# The tools that reach the network: offered in every mode (unless the user turned them off), never to a sub-agent
+# (nobody watches its steps, and the parent can fetch), and asked in every mode but yes.
+NETWORK_TOOLS = ("web_fetch",)
 READ_ONLY = ("This session is read-only: {name} is not available, and nothing can be "
              "written or run. Use the reading tools, or tell the user what you would change and how.")
 SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answer with what you found."
+FETCH_OFF = ("web_fetch is turned off for this session (PLAINAGENT_FETCH=off). Work from the files, or ask the "
+             "user to paste what you need from the page.")
 
 
 @dataclass
@@ -35,10 +44,11 @@ class Permissions:
     ask: Confirm | None = None  # the question at the terminal; None approves (no one to ask, as in tests)
     log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown
     subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
+    fetch: bool = True  # PLAINAGENT_FETCH: whether web_fetch is offered
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
-        """A Confirm: None to go ahead, or the reason for refusing."""
-        if self.mode == "read-only":
+        """A Confirm: None to go ahead, or the reason for refusing. kind: "edit", "command" or "fetch"."""
+        if self.mode == "read-only" and kind != "fetch":  # a fetch writes nothing: read-only asks it
             return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
         if self.mode == "yes" or self.ask is None:
             return None
@@ -54,13 +64,17 @@ class Permissions:
     def offers(self, name: str) -> bool:
         if self.subagent:
             return name in READING_TOOLS and name != "delegate"
+        if name in NETWORK_TOOLS:
+            return self.fetch
         return self.mode != "read-only" or name in READING_TOOLS
 
     def refusal(self, name: str) -> str | None:
         """The result for a call to a tool that is not offered, or None."""
         if self.offers(name):
             return None
-        return SUBAGENT_READS.format(name=name) if self.subagent else READ_ONLY.format(name=name)
+        if self.subagent:
+            return SUBAGENT_READS.format(name=name)
+        return FETCH_OFF if name in NETWORK_TOOLS else READ_ONLY.format(name=name)
 
     def switch(self, mode: str) -> str:
         """Change the mode (the REPL's /mode); returns the line to show, which also says when it is refused."""

@@ -60,7 +60,7 @@ class PathRefused(ToolError):
 
 
 # Answers the user's question before a write or a command: (kind, title, preview) -> None to go ahead,
-# or the reason for refusing ("" when the user gave none). kind is "edit" or "command".
+# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch".
 Confirm = Callable[[str, str, str], "str | None"]
 
 
@@ -96,6 +96,7 @@ class Workspace:
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
+    fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch reaches unasked, private ones too (fetch.py)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
