@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from harness.cli.config import is_text
 from harness.cli.display import log
-from harness.cli.terminal import TaskReader
+from harness.cli.task_reader import TaskReader
 from harness.sandbox.permissions import describe
 
 

@@ -1,7 +1,4 @@
-"""The terminal front end: the REPL's prompt, and the question asked before each write or command.
-
-At the prompt: line editing and a history kept across runs (in the user's state directory, never in the
-workspace), a pasted block of lines taken as one task, and a line ending in a backslash going on on the next.
+"""The terminal: how outside text is shown on it, and the question asked before each write or command.
 
 Everything shown for approval was written by the model, so it is shown as data, never as instructions to the
 terminal: a carriage return, an escape sequence or a bidi override in a command could otherwise redraw the
@@ -12,15 +9,11 @@ so a key pressed while the model was still working never answers a question the 
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import select
 import sys
 from collections.abc import Callable
 from pathlib import Path
-
-from harness.cli.directories import state_dir
 
 try:
     import fcntl
@@ -28,8 +21,6 @@ try:
 except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
     termios = None
 
-PASTE_WAIT = 0.03  # seconds: lines arriving this soon after the one before were pasted with it, not typed
-HISTORY_LENGTH = 1000  # tasks kept in the history file
 PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
 PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
 NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
@@ -81,15 +72,14 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     """
     verb, _, path = title.partition(" ")
     if kind == "command":
-        command = preview.rstrip("\n")  # trailing line breaks change nothing that runs
-        n_lines = command.count("\n") + 1
+        lines = preview.rstrip("\n").split("\n")  # trailing line breaks change nothing that runs
         where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
-        header = f"Run{where}{f' ({n_lines:,} lines)' if n_lines > 1 else ''}:"
-        body = collapse_blanks(escape(command, keep="\n", mark=mark), mark)  # a tab is escaped: shown exactly
-        first = collapse_blanks(escape(command.removeprefix("$ ").lstrip("\n").split("\n", 1)[0], mark=mark), mark)
-        gist = (first[:60] + " …" if len(first) > 60 else first) + (f", {n_lines:,} lines" if n_lines > 1 else "")
+        header = f"Run{where}{f' ({len(lines):,} lines)' if len(lines) > 1 else ''}:"
+        bare = [lines[0].removeprefix("$ "), *lines[1:]]  # the tools show a command after "$ "
+        first = next((line for line in bare if not draws_nothing(line)), bare[0])
+        gist = show_line(first, mark) + (f", {len(lines):,} lines" if len(lines) > 1 else "")
         question = f"Allow this command ({gist})? [y]es / [n]o (or type a reason) / [a]lways: "
-        return f"\n{header}\n{body}\n\n", question
+        return f"\n{header}\n{show_command(lines, mark)}\n\n", question
     elif verb == "create":
         lines = preview.split("\n") if preview else []
         if preview.endswith("\n"):
@@ -107,10 +97,54 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
 
 
-def collapse_blanks(text: str, mark: Callable[[str], str]) -> str:
-    """Long runs of spaces and of blank lines counted, not shown: they could push what runs out of sight."""
-    text = re.sub(r" {8,}", lambda run: mark(f"[{len(run.group()):,} spaces]"), text)
-    return re.sub(r"\n{3,}", lambda run: f"\n{mark(f'[{len(run.group()) - 1:,} blank lines]')}\n", text)
+def show_command(lines: list[str], mark: Callable[[str], str]) -> str:
+    """A command's lines as shown for approval: every character visible, and what draws nothing counted, not
+    shown. Two or more lines in a row that draw nothing (empty, spaces of any width, tabs, invisible
+    characters) become one line saying how many there were; otherwise they could scroll what runs out of sight."""
+    shown: list[str] = []
+    for start, end in line_runs(lines):
+        run = lines[start:end]
+        if end - start < 2 or not draws_nothing(run[0]):
+            shown += [show_line(line, mark) for line in run]
+        elif all(not line.strip(" ") for line in run):
+            shown.append(mark(f"[{end - start:,} blank lines]"))
+        else:
+            shown.append(mark(f"[{end - start:,} lines of only whitespace or invisible characters]"))
+    return "\n".join(shown)
+
+
+def line_runs(lines: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of each run of lines that all draw nothing, and of each other line on its own."""
+    runs, start = [], 0
+    while start < len(lines):
+        end = start + 1
+        while draws_nothing(lines[start]) and end < len(lines) and draws_nothing(lines[end]):
+            end += 1
+        runs.append((start, end))
+        start = end
+    return runs
+
+
+def draws_nothing(line: str) -> bool:
+    """True for a line a terminal would show as blank: only whitespace and characters that draw nothing."""
+    return all(char.isspace() or not char.isprintable() or char in BLANK_LETTERS for char in line)
+
+
+REPEATED = re.compile(r"(?s)(.)\1{7,}")  # a character eight times or more in a row
+
+
+def show_line(line: str, mark: Callable[[str], str]) -> str:
+    """One line escaped, with each long run of a space or of a character that draws nothing counted:
+    2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen."""
+    shown, done = [], 0
+    for run in REPEATED.finditer(line):
+        char = run.group(1)
+        if char != " " and escape(char) == char:  # "========" draws itself
+            continue
+        what = "spaces" if char == " " else f"× {describe_char(char)}"
+        shown += [escape(line[done:run.start()], mark=mark), mark(f"[{len(run.group()):,} {what}]")]
+        done = run.end()
+    return "".join(shown) + escape(line[done:], mark=mark)
 
 
 def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
@@ -262,139 +296,3 @@ class Terminal:
                 break
             data += chunk
         return data.decode("utf-8", errors="replace")
-
-
-# --- the REPL's prompt ---
-
-
-class TaskReader:
-    """Reads the user's tasks at the REPL prompt.
-
-    Ctrl-C clears a half-typed line; at an empty prompt it says how to leave, and a second Ctrl-C in a row
-    leaves (as do Ctrl-D, exit and quit), so one stray key never ends a session and loses its conversation.
-    """
-
-    def __init__(self, stdin=None, history: Path | None = None):
-        self.stdin = stdin or sys.stdin
-        self.interactive = self.stdin.isatty()
-        self.prompt = "> " if self.interactive else ""  # piped tasks get no prompt, so stdout holds only answers
-        self.readline = load_readline() if self.interactive else None
-        self.history = history or state_dir() / "history"
-        self.warned = False  # the last key at the prompt was a Ctrl-C on an empty line
-        if self.readline:
-            self.load_history()
-
-    def read(self) -> str | None:
-        """The next task, or None when the user leaves. When stdin is not a terminal, Ctrl-C raises
-        KeyboardInterrupt: a script being fed in is stopped, as any pipeline would be."""
-        while True:
-            try:
-                task = self.read_task().strip()
-            except EOFError:
-                self.end_line()  # before the shell's prompt
-                return None
-            except KeyboardInterrupt:
-                if not self.interactive:
-                    raise
-                if self.leave_after_interrupt():
-                    return None
-                continue
-            self.warned = False
-            if task in ("exit", "quit"):
-                return None
-            if task:
-                return task
-
-    def read_task(self) -> str:
-        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto.
-
-        Lines typed while the last task ran are waiting before the prompt even shows: each is a task of its
-        own, not a paste (a paste arrives all at once, after the prompt).
-        """
-        typed_ahead = self.interactive and self.more_pasted(wait=0)
-        lines = [input(self.prompt)]
-        while True:
-            try:
-                if lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
-                    lines[-1] = lines[-1][:-1]
-                    lines.append(input("... " if self.interactive else ""))
-                elif self.interactive and not typed_ahead and self.more_pasted():
-                    lines.append(input(""))
-                else:
-                    break
-            except EOFError:  # the end of the input after a trailing backslash: the task is what came
-                break
-        self.remember(lines)
-        return "\n".join(lines)
-
-    def remember(self, lines: list[str]) -> None:
-        """One history entry for the whole task, so Up brings back a pasted block whole, not its last line."""
-        if self.readline and len(lines) > 1:
-            added = min(sum(1 for line in lines if line), self.readline.get_current_history_length())
-            for _ in range(added):  # input() added each non-empty line as an entry of its own
-                self.readline.remove_history_item(self.readline.get_current_history_length() - 1)
-            self.readline.add_history("\n".join(lines))
-        self.save_history()
-
-    def more_pasted(self, wait: float = PASTE_WAIT) -> bool:
-        """True if another line is already waiting: it came in one paste with the line just read."""
-        try:
-            return bool(select.select([self.stdin], [], [], wait)[0])
-        except (OSError, ValueError):  # no file descriptor to wait on
-            return False
-
-    def load_history(self) -> None:
-        """The earlier runs' tasks, one JSON string a line: readline's own file would split a pasted block
-        into its lines again. (A line that is not JSON, from an older file, is taken as it is.)"""
-        self.readline.set_history_length(HISTORY_LENGTH)
-        try:
-            lines = self.history.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:  # none yet, or unreadable: start with an empty one
-            return
-        for line in lines[-HISTORY_LENGTH:]:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                entry = line
-            if isinstance(entry, str) and entry:
-                self.readline.add_history(entry)
-
-    def save_history(self) -> None:
-        """Write the history file (the user's only: tasks can hold anything), so the next run has it."""
-        if not self.readline:
-            return
-        n_entries = self.readline.get_current_history_length()
-        entries = [self.readline.get_history_item(index) for index in range(1, n_entries + 1)]
-        text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries[-HISTORY_LENGTH:] if entry)
-        try:
-            self.history.parent.mkdir(parents=True, exist_ok=True)
-            self.history.touch(mode=0o600)
-            self.history.write_text(text, encoding="utf-8")
-        except OSError:  # a read-only home: history is a convenience, never a reason to fail
-            pass
-
-    def leave_after_interrupt(self) -> bool:
-        half_typed = self.readline.get_line_buffer().strip() if self.readline else ""
-        self.end_line()  # the prompt's line stays as it was; a fresh prompt follows
-        if half_typed:
-            self.warned = False
-            return False
-        if self.warned:
-            return True
-        self.warned = True
-        self.end_line("(press Ctrl-C again or Ctrl-D to leave)")
-        return False
-
-    def end_line(self, text: str = "") -> None:
-        """Finish the prompt's line where the prompt is (stdout), even when stderr goes to a log."""
-        if self.interactive:
-            print(text, flush=True)
-
-
-def load_readline():
-    """The readline module, which gives input() line editing and history, where the platform has it."""
-    try:
-        import readline
-    except ImportError:
-        return None
-    return readline
