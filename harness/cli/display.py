@@ -6,8 +6,9 @@ A reply's tool calls are not echoed: from the first line that calls a tool the r
 back, and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Which line calls one is the
 parser's answer (`toolcalls.opens_call`), never a copy of its grammar, so what is hidden is what runs.
 Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown dimmed, and only on a
-terminal. Everything shown was written by the model, so it goes through `escape` like every other untrusted
-text: no escape sequence reaches the screen.
+terminal. Everything shown was written by the model, so it goes through `escape` like every other outside
+text: no escape sequence reaches the screen, and neither does the API key (a server can echo it back), not even
+split between two pieces of the stream: a piece's end that could start the key waits for the next piece.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import time
 from collections.abc import Callable, Collection
 from typing import TextIO
 
+from harness.cli import terminal
 from harness.cli.terminal import can_draw, escape
 from harness.parser.toolcalls import opens_call
+from harness.sandbox.redaction import Redactor
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -65,6 +68,7 @@ class LiveReply:
         self.hiding = False  # a tool line came: the rest of the reply is not shown
         self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
         self.shown = ""  # the reply's text shown so far, without reasoning
+        self.unseen = Redactor(terminal.secret)  # what may be the start of the key, held until the next piece
 
     def show(self, kind: str, text: str) -> None:
         """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
@@ -159,6 +163,11 @@ class LiveReply:
         self.write(text)
 
     def write(self, text: str, dim: bool = False) -> None:
+        if dim != self.in_reasoning:  # what was held back belongs to the kind of text before
+            self.put(self.unseen.flush(), self.in_reasoning)
+        self.put(self.unseen.feed(text), dim)
+
+    def put(self, text: str, dim: bool) -> None:
         if not text:
             return
         if self.in_reasoning and not dim:  # from thinking to the reply: dimming off, and a line of its own
@@ -173,6 +182,7 @@ class LiveReply:
         self.at_line_start = text.endswith("\n")
 
     def end_line(self) -> None:
+        self.put(self.unseen.flush(), self.in_reasoning)
         if self.in_reasoning and self.colour:
             self.output.write(UNDIM)
             self.in_reasoning = False

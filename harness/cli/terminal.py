@@ -1,19 +1,25 @@
 """The terminal: how outside text is shown on it, and the question asked before each write or command.
 
-Everything shown for approval was written by the model, so it is shown as data, never as instructions to the
-terminal: a carriage return, an escape sequence or a bidi override in a command could otherwise redraw the
-line and show the user something other than what will run. The question is asked on the terminal itself
-(/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was typed before it,
-so a key pressed while the model was still working never answers a question the user has not seen.
+`escape` is the one way text from outside (the model's, a server's, a file's, a path, a configuration value)
+reaches the screen: every control and invisible character written as an escape, and the API key blanked wherever
+it appears. Everything shown for approval was written by the model, so it is shown as data, never as
+instructions to the terminal: a carriage return, an escape sequence or a bidi override in a command could
+otherwise redraw the line and show the user something other than what will run. The question is asked on the
+terminal itself (/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was
+typed before it, so a key pressed while the model was still working never answers a question the user has not
+seen.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
+
+from harness.sandbox.redaction import is_secret_key, redact
 
 try:
     import fcntl
@@ -27,7 +33,7 @@ NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
                "The user can run plainagent with --yes to allow writes and commands.")
 
 
-# --- showing untrusted text ---
+# --- showing outside text ---
 
 NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Letters that draw nothing at all, so a line could hide text behind them; everything else that draws nothing
@@ -35,17 +41,41 @@ NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
+secret = ""  # the API key, blanked from all that is shown: agent.main hands it over (hide_key) once it is known
+
+
+def hide_key(key: str) -> None:
+    """From now on, `escape` and `for_output` blank `key` wherever it appears (if it is long enough to be one)."""
+    global secret
+    secret = key
+
+
+def without_key(text: str) -> str:
+    """`text` with the API key blanked, spelt plainly or as JSON spells it (a call's arguments are shown as JSON)."""
+    if not is_secret_key(secret):
+        return text
+    return redact(redact(text, secret), json.dumps(secret)[1:-1])
+
+
 def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:
-    """The text with every character that could move the cursor, recolour or hide text written as an escape.
+    """The text with the API key blanked and every character that could move the cursor, recolour or hide
+    text written as an escape.
 
     A character stays as it is if Python calls it printable (the plain space included) or it is in `keep`;
     the rest become \\r, \\t, \\x1b, \\u202e and so on, passed through `mark` (e.g. to show them reversed).
     e.g. escape("ls #\\r\\x1b[2K$ pwd") == "ls #\\\\r\\\\x1b[2K$ pwd"
     """
+    text = without_key(text)
     if text.isprintable() and not BLANK_LETTERS.intersection(text):  # the common case, at C speed
         return text
     return "".join(char if (char.isprintable() and char not in BLANK_LETTERS) or char in keep
                    else mark(describe_char(char)) for char in text)
+
+
+def for_output(text: str, stream) -> str:
+    """An answer as printed on `stream`: escaped on a terminal; on a pipe exactly as written (a script gets
+    the model's bytes), but never the key."""
+    return escape(text, keep="\n\t") if stream.isatty() else without_key(text)
 
 
 def describe_char(char: str) -> str:
@@ -218,6 +248,19 @@ class TerminalConfirm:
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always") else refusal
+
+
+def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
+    """Show `text` (escaped) and ask `question` on the terminal, once what was typed before it is discarded;
+    the answer, or None when nobody can be asked (stdin is not a terminal). Ctrl-D answers ""."""
+    stdin = stdin or sys.stdin
+    if not stdin.isatty():
+        return None
+    with Terminal.open(stdin, terminal) as screen:
+        screen.write(escape(text, keep="\n", mark=screen.mark))
+        screen.discard_typed_ahead()
+        screen.write(question)
+        return screen.read_answer() or ""
 
 
 # --- the terminal ---

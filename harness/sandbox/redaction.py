@@ -48,3 +48,32 @@ def redact(text: str, key: str, *, cut_before: bool = False, cut_after: bool = F
 def leaks(text: str, key: str) -> bool:
     """Whether `text` holds the API key, by the same rule (a command's environment variable, for instance)."""
     return is_secret_key(key) and key in text
+
+
+class Redactor:
+    """The key blanked from a text that arrives in pieces (a streamed reply), where it may be split between two:
+    the end of a piece that could be the start of the key is held back until the next piece shows whether it is.
+
+    >>> pieces = Redactor("sk-proj-0123456789abcdef")
+    >>> pieces.feed("key: sk-pr") + pieces.feed("oj-0123456789abcdef.") + pieces.flush()
+    'key: [REDACTED].'
+    """
+
+    def __init__(self, key: str):
+        self.key = key if is_secret_key(key) else ""
+        self.held = ""  # the end of what came so far that could be the start of the key
+
+    def feed(self, piece: str) -> str:
+        """What of the text so far can be shown: all of it but a possible start of the key, redacted."""
+        if not self.key:
+            return piece
+        text = (self.held + piece).replace(self.key, REDACTED)
+        keep = next((size for size in range(min(len(self.key) - 1, len(text)), 0, -1)
+                     if text.endswith(self.key[:size])), 0)
+        self.held = text[len(text) - keep:]
+        return text[:len(text) - keep]
+
+    def flush(self) -> str:
+        """The text held back, now that no more is coming: a piece of the key at the end is blanked too."""
+        held, self.held = self.held, ""
+        return redact(held, self.key, cut_after=True) if self.key else held

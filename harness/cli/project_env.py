@@ -1,0 +1,178 @@
+"""A project's .env: a file the user may not have written, read only once they allow it, and even then only
+able to make plainagent ask more.
+
+You run the agent inside projects you cloned. A .env in one could otherwise replace your deny rules, lower
+the mode below yours, pair your endpoint with its author's key (your tasks and files in their account) or
+your key with their endpoint, and raise the limits you pay for. So, as with `direnv allow` and `mise trust`,
+the workspace's .env is read only once you have allowed that file — remembered by its path and the hash of
+its content in the state directory, so a changed file is asked about again — and what it may set is bounded:
+
+  OPENAI_BASE_URL   its own endpoint, with its own key (or none, for a local server) and its model; never
+                    with your key, and not over an endpoint you named yourself (--base-url, the environment)
+  OPENAI_API_KEY, OPENAI_MODEL   only beside its own OPENAI_BASE_URL: never sent to your endpoint
+  PLAINAGENT_MODE   only a mode that asks at least as much as yours
+  PLAINAGENT_DENY   added to your rules, never replacing them
+  PLAINAGENT_MAX_STEPS, PLAINAGENT_CONTEXT_TOKENS   no higher than yours (as given with its own endpoint)
+  PLAINAGENT_STOP, PLAINAGENT_STREAM   as given, below the environment
+
+A value it sets that cannot be used (not a mode, say) is left out with the reason, never a reason to stop.
+`config.load_config` calls `read_project_env` and `limit`; the verdicts go into the banner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from harness.cli.directories import allowed_env_record
+from harness.model.hosts import is_local
+
+KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
+MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
+ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
+LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
+DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
+ASKS = {"yes": 0, "edits": 1, "ask": 2, "read-only": 3}  # how much each mode asks, least first
+
+
+@dataclass
+class ProjectEnv:
+    path: Path  # the workspace's .env
+    digest: str  # sha256 of the bytes read, which are the bytes parsed
+    values: dict[str, str]  # its settings that plainagent reads, non-empty ones only
+    verdicts: dict[str, str] = field(default_factory=dict)  # variable -> why it is not used ("" when it is)
+
+
+def read_env_text(path: Path) -> tuple[bytes, dict[str, str]]:
+    """A .env file's bytes and its non-empty values. No ${VAR} expansion: a project's .env must not be able to
+    copy your other secrets into a URL. Raises OSError or UnicodeDecodeError (PowerShell's `>` writes UTF-16)."""
+    data = path.read_bytes()
+    values = dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=False)
+    return data, {name: value for name, value in values.items() if value}
+
+
+def read_project_env(path: Path, variables: set[str]) -> ProjectEnv | None:
+    """The workspace's .env, if it sets any of `variables` (a project's .env is mostly the app's own
+    settings: one that sets nothing of ours is not asked about). Raises OSError or UnicodeDecodeError."""
+    data, values = read_env_text(path)
+    values = {name: value for name, value in values.items() if name in variables}
+    return ProjectEnv(path, hashlib.sha256(data).hexdigest(), values) if values else None
+
+
+# --- what it may set ---
+
+
+def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str], flags: set[str],
+          check: Callable[[str, str], str | None]) -> dict[str, str]:
+    """The settings of `project` that may be used over the user's own (`own`, their .env; `environment`;
+    `flags`, the variables they set on the command line), each variable's verdict in `project.verdicts`.
+    `check(variable, value)` says why a value cannot be used at all, or None."""
+    values, used, verdicts = project.values, {}, project.verdicts
+    mine = own | environment
+    for variable, value in values.items():
+        if problem := check(variable, value):
+            verdicts[variable] = f"not used: {problem}"
+    usable = {variable: value for variable, value in values.items() if variable not in verdicts}
+    if BASE_URL in usable:
+        named = "--base-url" if BASE_URL in flags else "OPENAI_BASE_URL in the environment" \
+            if BASE_URL in environment else ""
+        if named:
+            reason = f"you named the endpoint yourself ({named})"
+        elif KEY not in usable and not is_local(usable[BASE_URL]):
+            reason = "it names an endpoint without a key of its own, and your key is not sent to it"
+        else:
+            reason = ""
+            used |= {BASE_URL: usable[BASE_URL], KEY: usable.get(KEY, "")}  # no key of its own: none is sent
+            used |= {MODEL: usable[MODEL]} if MODEL in usable else {}
+        for variable in ENDPOINT:
+            if variable in usable and reason:
+                verdicts[variable] = f"not used: {reason}"
+    for variable in (KEY, MODEL):
+        if variable in usable and variable not in used and variable not in verdicts:
+            verdicts[variable] = "not used: it would go to your endpoint (only with its own OPENAI_BASE_URL)"
+    if MODE in usable and MODE not in environment:
+        yours = mine.get(MODE, "ask").strip()
+        if ASKS.get(usable[MODE].strip(), 0) >= ASKS.get(yours, 0):
+            used[MODE] = usable[MODE]
+        else:
+            verdicts[MODE] = f"not used: it asks less than your mode, {yours}"
+    if DENY in usable:
+        used[DENY] = "; ".join(rules for rules in (mine.get(DENY, ""), usable[DENY]) if rules.strip())
+    for variable in LIMITS:
+        if variable not in usable or variable in environment:
+            continue
+        yours = as_number(own.get(variable, "")) or DEFAULT_LIMITS[variable]  # yours unreadable: an error of its own
+        if BASE_URL in used or int(usable[variable]) <= yours:
+            used[variable] = usable[variable]
+        else:
+            verdicts[variable] = f"not used: it is more than yours, {yours:,} (you pay for them)"
+    for variable in ("PLAINAGENT_STOP", "PLAINAGENT_STREAM"):
+        if variable in usable and variable not in environment:
+            used[variable] = usable[variable]
+    for variable in values:
+        verdicts.setdefault(variable, "" if variable in used else "not used: the environment sets it")
+    return used
+
+
+def as_number(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def describe(project: ProjectEnv) -> list[str]:
+    """The file's settings, one line each, with what becomes of each: what the user is asked to allow."""
+    lines = []
+    for variable, value in project.values.items():
+        shown = f"(a key of {len(value)} characters)" if variable == KEY else value
+        verdict = project.verdicts.get(variable, "")
+        lines.append(f"  {variable}={shown}" + (f"  ({verdict})" if verdict else ""))
+    return lines
+
+
+def not_used(project: ProjectEnv) -> str:
+    """'PLAINAGENT_MODE=yes (not used: …), …' for the banner, or ""."""
+    return "; ".join(f"{variable} {verdict}" for variable, verdict in project.verdicts.items() if verdict)
+
+
+# --- allowing it: remembered by path and content ---
+
+
+def is_allowed(project: ProjectEnv) -> bool:
+    """True if the user allowed this file with this content (a changed file is asked about again)."""
+    try:
+        lines = allowed_env_record().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    wanted = {"path": str(project.path), "sha256": project.digest}
+    for line in lines:
+        try:
+            if json.loads(line) == wanted:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def allow(project: ProjectEnv) -> str | None:
+    """Remember that the user allowed this file with this content; the reason it could not be, or None."""
+    record = allowed_env_record()
+    line = json.dumps({"path": str(project.path), "sha256": project.digest}, ensure_ascii=False) + "\n"
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", errors="surrogateescape"))
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return f"it could not be remembered ({error.strerror or error}), so you will be asked again"
+    return None
