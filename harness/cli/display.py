@@ -67,6 +67,7 @@ class LiveReply:
         self.line_is_text = False  # the current line is known not to be a tool line
         self.hiding = False  # a tool line came: the rest of the reply is not shown
         self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
+        self.after_think = False  # a <think> block just ended: the line breaks after it are not the reply's
         self.shown = ""  # the reply's text shown so far, without reasoning
         self.unseen = Redactor(terminal.secret)  # what may be the start of the key, held until the next piece
 
@@ -85,6 +86,9 @@ class LiveReply:
             return
         if self.thinking is not False:
             text = self.take_think(text)
+        if self.after_think:  # "</think>" and the "\n" after it may come in two pieces
+            text = text.lstrip("\n")
+            self.after_think = not text
         self.take_text(text)
 
     def finish(self) -> None:
@@ -126,7 +130,7 @@ class LiveReply:
         if (end := pending.find(THINK_CLOSE)) >= 0:
             if self.reasoning_shown:
                 self.write(pending[:end], dim=True)
-            self.thinking, self.line = False, ""
+            self.thinking, self.line, self.after_think = False, "", True
             return pending[end + len(THINK_CLOSE):].lstrip("\n")
         keep = next((n for n in range(len(THINK_CLOSE) - 1, 0, -1) if pending.endswith(THINK_CLOSE[:n])), 0)
         if self.reasoning_shown:
