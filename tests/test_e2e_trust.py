@@ -166,7 +166,7 @@ def test_the_repl_asks_once_whether_to_use_a_projects_dotenv(install, project):
         screen = Screen(install, project, endpoint)
         asked = screen.expect("Use these settings? (remembered until the file changes) [y]es / [n]o: ")
         assert asked == (f"{project / '.env'} is this project's .env, a file you may not have written. It sets:\n"
-                         "  PLAINAGENT_MODE=read-only\n  PLAINAGENT_DENY=npm publish\\x1b]52;c;ZXZpbA==\\x07\n"
+                         "  PLAINAGENT_MODE=read-only\n  PLAINAGENT_DENY=npm publish\\x1b]52;c;ZXZpbA==\\x07  (added to your rules)\n"
                          "Use these settings? (remembered until the file changes) [y]es / [n]o: ")
         screen.type("y\n")
         banner = screen.prompt()

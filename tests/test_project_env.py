@@ -67,7 +67,7 @@ def test_it_is_asked_about_once_and_again_when_it_changes(install, project):
     assert asked.shown == [f"{project / '.env'} is this project's .env, a file you may not have written. It sets:\n"
                            "  OPENAI_API_KEY=(a key of 25 characters)  (not used: it would go to your endpoint (only "
                            "with its own OPENAI_BASE_URL))\n"
-                           "  PLAINAGENT_DENY=npm publish\n"
+                           "  PLAINAGENT_DENY=npm publish  (added to your rules)\n"
                            "Use these settings? (remembered until the file changes) [y]es / [n]o: "]
     assert PROJECT_KEY not in asked.shown[0]
     assert config.deny == "terraform destroy; npm publish"
@@ -169,7 +169,10 @@ def test_your_key_never_goes_to_its_endpoint(install, project, environ):
 def test_its_own_endpoint_key_and_model_go_together(install, project):
     text = f"OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=theirs\n" \
            "PLAINAGENT_MAX_STEPS=100\n"
-    config = load(install, project, text, {"OPENAI_API_KEY": USER_KEY, "OPENAI_MODEL": "env-model"})
+    asked = Asker()
+    config = load(install, project, text, {"OPENAI_API_KEY": USER_KEY, "OPENAI_MODEL": "env-model"}, asked)
+    assert "  OPENAI_BASE_URL=https://other.example/v1  (used: your tasks and files would go there, with its own key)\n" \
+        in asked.shown[0]
     assert (config.base_url, config.api_key, config.model, config.max_steps) == (
         "https://other.example/v1", PROJECT_KEY, "theirs", 100)
     assert describe_start(config).split("\n")[0] == (
@@ -252,3 +255,11 @@ def test_a_configuration_error_reaches_the_terminal_escaped(monkeypatch, capsys)
     assert "\x1b" not in err and "\x07" not in err and len(err.splitlines()) == 1
     assert err.startswith("plainagent: OPENAI_BASE_URL '\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2Khttp://x:99999/v1'")
 
+
+
+@pytest.mark.parametrize("url", ["http://evil.example/v1\x1b]52;c;ZXZpbA==\x07", "http://x/v1 \u202e", "http://x\t/v1"])
+def test_a_base_url_holding_a_control_character_or_a_space_is_refused(tmp_path, install, project, url):
+    with pytest.raises(ConfigError, match=r"^OPENAI_BASE_URL '.*' holds '.*', which no URL has, e\.g\. http://"):
+        load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": url}, tmp_path, tmp_path)
+    config = load(install, project, f"OPENAI_BASE_URL={url}\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=x\n")
+    assert config.base_url == "https://api.openai.com/v1" and "OPENAI_BASE_URL not used: " in config.notes[0]

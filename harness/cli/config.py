@@ -239,6 +239,8 @@ def url_problem(base_url: str) -> None:
         url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
     except ValueError as error:
         raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL ({error}), {example}.") from None
+    if bad := next((char for char in base_url if char.isspace() or not char.isprintable()), None):
+        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} holds {bad!r}, which no URL has, {example}.")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not an http(s) URL with a host, {example}.")
 

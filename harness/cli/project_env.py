@@ -91,6 +91,8 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
             reason = ""
             used |= {BASE_URL: usable[BASE_URL], KEY: usable.get(KEY, "")}  # no key of its own: none is sent
             used |= {MODEL: usable[MODEL]} if MODEL in usable else {}
+            verdicts[BASE_URL] = "used: your tasks and files would go there" + (
+                ", with its own key" if KEY in usable else ", with no key")
         for variable in ENDPOINT:
             if variable in usable and reason:
                 verdicts[variable] = f"not used: {reason}"
@@ -105,6 +107,7 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
             verdicts[MODE] = f"not used: it asks less than your mode, {yours}"
     if DENY in usable:
         used[DENY] = "; ".join(rules for rules in (mine.get(DENY, ""), usable[DENY]) if rules.strip())
+        verdicts[DENY] = "added to your rules"
     for variable in LIMITS:
         if variable not in usable or variable in environment:
             continue
@@ -139,8 +142,9 @@ def describe(project: ProjectEnv) -> list[str]:
 
 
 def not_used(project: ProjectEnv) -> str:
-    """'PLAINAGENT_MODE=yes (not used: …), …' for the banner, or ""."""
-    return "; ".join(f"{variable} {verdict}" for variable, verdict in project.verdicts.items() if verdict)
+    """'PLAINAGENT_MODE not used: …; …' for the banner, or ""."""
+    return "; ".join(f"{variable} {verdict}" for variable, verdict in project.verdicts.items()
+                     if verdict.startswith("not used"))
 
 
 # --- allowing it: remembered by path and content ---
