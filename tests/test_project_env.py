@@ -65,14 +65,14 @@ def test_it_is_asked_about_once_and_again_when_it_changes(install, project):
     asked = Asker("y")
     config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=npm publish\n", ask=asked)
     assert asked.shown == [f"{project / '.env'} is this project's .env, a file you may not have written. It sets:\n"
-                           "  OPENAI_API_KEY=(a key of 25 characters)  (not used: it would go to your endpoint (only "
-                           "with its own OPENAI_BASE_URL))\n"
+                           "  OPENAI_API_KEY=(a key of 25 characters)  (not used: it is taken only with its "
+                           "own OPENAI_BASE_URL, never with your endpoint)\n"
                            "  PLAINAGENT_DENY=npm publish  (added to your rules)\n"
                            "Use these settings? (remembered until the file changes) [y]es / [n]o: "]
     assert PROJECT_KEY not in asked.shown[0]
     assert config.deny == "terraform destroy; npm publish"
-    assert config.notes == [f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used: it would go to "
-                            "your endpoint (only with its own OPENAI_BASE_URL)"]
+    assert config.notes == [f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used: it is taken only "
+                            "with its own OPENAI_BASE_URL, never with your endpoint"]
     record = [json.loads(line) for line in allowed_env_record().read_text().splitlines()]
     assert [entry["path"] for entry in record] == [str(project / ".env")] and len(record[0]["sha256"]) == 64
 

@@ -98,7 +98,7 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
                 verdicts[variable] = f"not used: {reason}"
     for variable in (KEY, MODEL):
         if variable in usable and variable not in used and variable not in verdicts:
-            verdicts[variable] = "not used: it would go to your endpoint (only with its own OPENAI_BASE_URL)"
+            verdicts[variable] = "not used: it is taken only with its own OPENAI_BASE_URL, never with your endpoint"
     if MODE in usable and MODE not in environment:
         yours = mine.get(MODE, "ask").strip()
         if ASKS.get(usable[MODE].strip(), 0) >= ASKS.get(yours, 0):
