@@ -452,7 +452,7 @@ def test_a_base_url_that_cannot_work_is_a_config_error(tmp_path, base_url, says)
 
 def test_a_dotenv_that_is_not_utf8_is_a_config_error(tmp_path):
     (tmp_path / ".env").write_bytes("OPENAI_MODEL=m\n".encode("utf-16"))
-    with pytest.raises(ConfigError, match=r"\.env cannot be read as UTF-8 text .*; save it as UTF-8\."):
+    with pytest.raises(ConfigError, match=r"\.env cannot be read: it is not UTF-8 text \(byte 0\); save it as UTF-8\.$"):
         load_config(args(), {}, tmp_path, tmp_path)
 
 

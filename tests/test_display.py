@@ -279,3 +279,8 @@ def test_a_log_line_never_shows_the_key(monkeypatch, capsys):
 
 def test_the_line_break_after_a_think_block_is_dropped_when_it_comes_in_a_piece_of_its_own():
     assert shown(texts("<think>plan it</think>", "\n", "\nThe answer."), tty=True)[0] == "plan it\nThe answer.\n"
+
+
+def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_they_hold():
+    line = display.describe_args({"command": "ls" + "\u200b" * 3000 + "; touch x"})
+    assert line == 'command="ls' + "\\u200b" * 14 + '\\u...' and len(line) == 100

@@ -2,6 +2,7 @@
 only once you allow it, remembered by path and content, and even then it can only ask more of plainagent."""
 
 import json
+import os
 
 import pytest
 from test_agent import args
@@ -10,6 +11,7 @@ from agent import main
 from harness.cli.commands import describe_start
 from harness.cli.config import ConfigError, load_config
 from harness.cli.directories import allowed_env_record
+from harness.cli.project_env import read_env_text
 from harness.sandbox.guard import parse_rules
 
 USER_KEY = "sk-users-own-key-0123456789"
@@ -116,8 +118,17 @@ def test_your_own_dotenv_is_never_asked_about(install, project):
 def test_a_projects_dotenv_that_cannot_be_read_is_a_line_not_an_error(install, project):
     (project / ".env").write_bytes("PLAINAGENT_MODE=yes\n".encode("utf-16"))
     config = load(install, project)
-    assert config.notes == [f"plainagent: not reading {project / '.env'}: it is not UTF-8 text."]
+    assert config.notes == [f"plainagent: not reading {project / '.env'}: it is not UTF-8 text (byte 0); save it as UTF-8."]
     assert config.mode == "read-only"
+    (project / ".env").write_text("PLAINAGENT_DENY=npm publish\n" + "#" * 1_000_000)
+    assert load(install, project).notes == [f"plainagent: not reading {project / '.env'}: it is larger than 1,000,000 bytes."]
+
+
+def test_a_fifo_in_place_of_a_dotenv_is_never_waited_on(install, project):
+    os.mkfifo(project / ".env")
+    assert load(install, project).notes == []  # not a file: no .env
+    with pytest.raises(ValueError, match="it is not a regular file"):  # swapped in after that check: not read either
+        read_env_text(project / ".env")
 
 
 # --- once allowed, it can only ask more ---

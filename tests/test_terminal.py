@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.terminal import NO_TERMINAL, TerminalConfirm, escape, parse_answer, render_question
+from harness.cli.terminal import (
+    NO_TERMINAL,
+    TerminalConfirm,
+    ask_user,
+    escape,
+    for_output,
+    parse_answer,
+    render_question,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
@@ -317,3 +325,58 @@ def test_without_a_terminal_nothing_is_approved_and_nothing_waits(capsys):
 def test_the_refusal_without_a_terminal_names_the_way_out():
     assert NO_TERMINAL == ("Nobody can be asked to approve it: stdin is not a terminal. "
                            "The user can run plainagent with --yes to allow writes and commands.")
+
+
+# --- the key, wherever it turns up ---
+
+KEY = "sk-proj-terminal-0123456789"
+
+
+@pytest.fixture
+def hidden(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+
+
+def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
+    assert escape(f"Authorization: Bearer {KEY}\x1b[2K") == "Authorization: Bearer [REDACTED]\\x1b[2K"
+    assert escape(f'{{"a": "{KEY}"}}') == '{"a": "[REDACTED]"}'
+    preview, question = render_question("command", "run this command", f"$ curl -H 'Bearer {KEY}' x", ROOT)
+    assert KEY not in preview + question and "[REDACTED]" in question
+
+
+def test_a_key_that_json_spells_differently_is_blanked_as_json_spells_it(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", 'sk-with"quote\\0123456789')
+    assert escape('command="echo sk-with\\"quote\\\\0123456789"') == 'command="echo [REDACTED]"'
+
+
+@pytest.mark.parametrize("tty, printed", [
+    (False, "exact\x1b[0m\tbytes, but [REDACTED]\n"),  # a pipe gets the model's bytes, never the key
+    (True, "exact\\x1b[0m\tbytes, but [REDACTED]\n"),
+])
+def test_an_answer_is_printed_exactly_on_a_pipe_escaped_on_a_terminal_and_never_with_the_key(hidden, tty, printed):
+    class Out(io.StringIO):
+        def isatty(self):
+            return tty
+    assert for_output(f"exact\x1b[0m\tbytes, but {KEY}\n", Out()) == printed
+
+
+# --- asking something else: whether to use a project's .env ---
+
+
+def test_ask_user_shows_the_text_escaped_discards_what_was_typed_ahead_and_returns_the_answer(pty):
+    pty.type("y\n")  # typed before the question: it must not answer it
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(
+        ask_user("OPENAI_BASE_URL=http://x/\x1b]52;c;ZXZpbA==\x07\n", "Use them? ", stdin=pty.stdin, terminal=pty.path)))
+    asking.start()
+    while not pty.screen.endswith("Use them? "):
+        pty.screen += os.read(pty.master, 65536).decode().replace("\r\n", "\n")
+    pty.type("no\n")
+    asking.join(timeout=5)
+    assert answers == ["no"]
+    assert pty.rest_of_screen() == "y\nOPENAI_BASE_URL=http://x/\\x1b]52;c;ZXZpbA==\\x07\nUse them? no\n"
+
+
+def test_ask_user_without_a_terminal_asks_nobody(capsys):
+    assert ask_user("text", "question? ", stdin=io.StringIO("y\n")) is None
+    assert capsys.readouterr() == ("", "")

@@ -93,8 +93,10 @@ def read_own_env(path: Path) -> dict[str, str]:
         return {}
     try:
         return read_env_text(path)[1]
-    except (UnicodeDecodeError, OSError) as error:  # PowerShell's `>` writes UTF-16, say
-        raise ConfigError(f"{path} cannot be read as UTF-8 text ({error}); save it as UTF-8.") from None
+    except OSError as error:
+        raise ConfigError(f"{path} cannot be read: {error.strerror or error}.") from None
+    except ValueError as error:  # PowerShell's `>` writes UTF-16, say
+        raise ConfigError(f"{path} cannot be read: {error}.") from None
 
 
 def find_project_env(workspace: Path, own_file: Path, notes: list[str]) -> ProjectEnv | None:
@@ -104,10 +106,8 @@ def find_project_env(workspace: Path, own_file: Path, notes: list[str]) -> Proje
         if not path.is_file() or path.resolve() == own_file.resolve():
             return None
         return read_project_env(path, set(ENV_VARS.values()))
-    except (OSError, RuntimeError, UnicodeDecodeError) as error:  # a project's file is never a reason to stop
-        reason = getattr(error, "strerror", None) or ("it is not UTF-8 text" if isinstance(error, UnicodeError)
-                                                      else str(error))
-        notes.append(f"plainagent: not reading {path}: {reason}.")
+    except (OSError, RuntimeError, ValueError) as error:  # a project's file is never a reason to stop
+        notes.append(f"plainagent: not reading {path}: {getattr(error, 'strerror', None) or error}.")
         return None
 
 

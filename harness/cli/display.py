@@ -244,8 +244,9 @@ class Spinner:
 
 
 def describe_args(args: dict) -> str:
-    """A call's arguments on one short line, for the activity log."""
-    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    """A call's arguments on one short line, for the activity log: cut once escaped, so that a run of invisible
+    characters (each shown as six, `\\u200b`) cannot make it a screenful."""
+    text = escape(", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()))
     return text if len(text) <= 100 else text[:97] + "..."
 
 

@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +40,7 @@ MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
 ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
 LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
 DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
+MAX_BYTES = 1_000_000  # a .env is a few lines; a bigger file is no .env (and would be read into memory)
 ASKS = {"yes": 0, "edits": 1, "ask": 2, "read-only": 3}  # how much each mode asks, least first
 
 
@@ -52,15 +54,26 @@ class ProjectEnv:
 
 def read_env_text(path: Path) -> tuple[bytes, dict[str, str]]:
     """A .env file's bytes and its non-empty values. No ${VAR} expansion: a project's .env must not be able to
-    copy your other secrets into a URL. Raises OSError or UnicodeDecodeError (PowerShell's `>` writes UTF-16)."""
-    data = path.read_bytes()
-    values = dotenv_values(stream=io.StringIO(data.decode("utf-8")), interpolate=False)
+    copy your other secrets into a URL. Raises OSError, or ValueError for what is no .env: not a regular file
+    (a FIFO would block for ever), larger than MAX_BYTES, or not UTF-8 (PowerShell's `>` writes UTF-16)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a regular file")
+        data = file.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"it is larger than {MAX_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"it is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+    values = dotenv_values(stream=io.StringIO(text), interpolate=False)
     return data, {name: value for name, value in values.items() if value}
 
 
 def read_project_env(path: Path, variables: set[str]) -> ProjectEnv | None:
     """The workspace's .env, if it sets any of `variables` (a project's .env is mostly the app's own
-    settings: one that sets nothing of ours is not asked about). Raises OSError or UnicodeDecodeError."""
+    settings: one that sets nothing of ours is not asked about). Raises OSError or ValueError."""
     data, values = read_env_text(path)
     values = {name: value for name, value in values.items() if name in variables}
     return ProjectEnv(path, hashlib.sha256(data).hexdigest(), values) if values else None
