@@ -126,7 +126,8 @@ def test_the_question_shows_the_start_of_the_command_in_full():
     ("ls" + "\t" * 2000 + "; touch x", "ls[2,000 × \\t]; touch x"),
     ("ls" + "\u200b" * 50 + "x", "ls[50 × \\u200b]x"),
     ("echo ========; ls" + " " * 7 + "-la", "echo ========; ls       -la"),  # what draws itself, and short runs, stay
-], ids=["tabs", "zero-width spaces", "visible"])
+    ("echo x" + "\u0336" * 400 + "; rm -r build", "echo x[400 × \\u0336]; rm -r build"),  # accents piled on one letter
+], ids=["tabs", "zero-width spaces", "visible", "combining"])
 def test_long_runs_of_what_draws_nothing_are_counted_within_a_line(line, shown):
     preview, _ = render_question("command", "run this command", "$ " + line, ROOT)
     assert preview == f"\nRun in /work/space:\n$ {shown}\n\n"

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -164,12 +165,13 @@ REPEATED = re.compile(r"(?s)(.)\1{7,}")  # a character eight times or more in a 
 
 
 def show_line(line: str, mark: Callable[[str], str]) -> str:
-    """One line escaped, with each long run of a space or of a character that draws nothing counted:
-    2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen."""
+    """One line escaped, with each long run of a space, of a character that draws nothing or of a combining
+    mark counted: 2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen,
+    and a pile of accents drawn over one letter spill onto the lines around it."""
     shown, done = [], 0
     for run in REPEATED.finditer(line):
         char = run.group(1)
-        if char != " " and escape(char) == char:  # "========" draws itself
+        if char != " " and escape(char) == char and not unicodedata.combining(char):  # "========" draws itself
             continue
         what = "spaces" if char == " " else f"× {describe_char(char)}"
         shown += [escape(line[done:run.start()], mark=mark), mark(f"[{len(run.group()):,} {what}]")]
