@@ -87,54 +87,53 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
     """The settings of `project` that may be used over the user's own (`own`, their .env; `environment`;
     `flags`, the variables they set on the command line), each variable's verdict in `project.verdicts`.
     `check(variable, value)` says why a value cannot be used at all, or None."""
-    values, used, verdicts = project.values, {}, project.verdicts
-    mine = own | environment
-    for variable, value in values.items():
+    verdicts = project.verdicts
+    for variable, value in project.values.items():
         if problem := check(variable, value):
             verdicts[variable] = f"not used: {problem}"
-    usable = {variable: value for variable, value in values.items() if variable not in verdicts}
-    if BASE_URL in usable:
-        named = "--base-url" if BASE_URL in flags else "OPENAI_BASE_URL in the environment" \
-            if BASE_URL in environment else ""
-        if named:
-            reason = f"you named the endpoint yourself ({named})"
-        elif KEY not in usable and not is_local(usable[BASE_URL]):
-            reason = "it names an endpoint without a key of its own, and your key is not sent to it"
-        else:
-            reason = ""
-            used |= {BASE_URL: usable[BASE_URL], KEY: usable.get(KEY, "")}  # no key of its own: none is sent
-            used |= {MODEL: usable[MODEL]} if MODEL in usable else {}
-            verdicts[BASE_URL] = "used: your tasks and files would go there" + (
-                ", with its own key" if KEY in usable else ", with no key")
-        for variable in ENDPOINT:
-            if variable in usable and reason:
-                verdicts[variable] = f"not used: {reason}"
-    for variable in (KEY, MODEL):
-        if variable in usable and variable not in used and variable not in verdicts:
-            verdicts[variable] = "not used: it is taken only with its own OPENAI_BASE_URL, never with your endpoint"
-    if MODE in usable and MODE not in environment:
-        yours = mine.get(MODE, "ask").strip()
+    usable = {variable: value for variable, value in project.values.items() if variable not in verdicts}
+    used = take_endpoint(usable, environment, flags, verdicts)
+    if MODE in usable and MODE not in environment:  # the environment wins over any .env
+        yours = own.get(MODE, "ask").strip()
         if ASKS.get(usable[MODE].strip(), 0) >= ASKS.get(yours, 0):
             used[MODE] = usable[MODE]
         else:
             verdicts[MODE] = f"not used: it asks less than your mode, {yours}"
     if DENY in usable:
-        used[DENY] = "; ".join(rules for rules in (mine.get(DENY, ""), usable[DENY]) if rules.strip())
+        used[DENY] = "; ".join(rules for rules in ((own | environment).get(DENY, ""), usable[DENY]) if rules.strip())
         verdicts[DENY] = "added to your rules"
-    for variable in LIMITS:
+    for variable in (*LIMITS, "PLAINAGENT_STOP", "PLAINAGENT_STREAM"):
         if variable not in usable or variable in environment:
             continue
-        yours = as_number(own.get(variable, "")) or DEFAULT_LIMITS[variable]  # yours unreadable: an error of its own
-        if BASE_URL in used or int(usable[variable]) <= yours:
-            used[variable] = usable[variable]
-        else:
+        yours = as_number(own.get(variable, "")) or DEFAULT_LIMITS.get(variable)  # yours unreadable: its own error
+        if variable in LIMITS and BASE_URL not in used and int(usable[variable]) > yours:
             verdicts[variable] = f"not used: it is more than yours, {yours:,} (you pay for them)"
-    for variable in ("PLAINAGENT_STOP", "PLAINAGENT_STREAM"):
-        if variable in usable and variable not in environment:
+        else:
             used[variable] = usable[variable]
-    for variable in values:
+    for variable in project.values:
         verdicts.setdefault(variable, "" if variable in used else "not used: the environment sets it")
     return used
+
+
+def take_endpoint(usable: dict[str, str], environment: dict[str, str], flags: set[str],
+                  verdicts: dict[str, str]) -> dict[str, str]:
+    """The project's own endpoint, key and model, taken together or not at all: never your key with its
+    endpoint, never its key or model with yours, never over an endpoint you named."""
+    named = "--base-url" if BASE_URL in flags else "OPENAI_BASE_URL in the environment" \
+        if BASE_URL in environment else ""
+    if BASE_URL not in usable:
+        reason = "it is taken only with its own OPENAI_BASE_URL, never with your endpoint"
+    elif named:
+        reason = f"you named the endpoint yourself ({named})"
+    elif KEY not in usable and not is_local(usable[BASE_URL]):
+        reason = "it names an endpoint without a key of its own, and your key is not sent to it"
+    else:
+        whose = "its own" if KEY in usable else "no"
+        verdicts[BASE_URL] = f"used: your tasks and files would go there, with {whose} key"
+        return {BASE_URL: usable[BASE_URL], KEY: usable.get(KEY, ""),  # no key of its own: none is sent
+                **({MODEL: usable[MODEL]} if MODEL in usable else {})}
+    verdicts.update({variable: f"not used: {reason}" for variable in ENDPOINT if variable in usable})
+    return {}
 
 
 def as_number(text: str) -> int | None:
