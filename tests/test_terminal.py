@@ -255,6 +255,8 @@ def test_the_question_and_the_answer_go_through_the_terminal(pty, keys, refusal)
 
 def test_keys_typed_before_the_question_do_not_answer_it(pty):
     pty.type("y\n")  # typed while the model was still working
+    while not pty.screen.endswith("y\n"):  # its echo: the terminal holds the line, as when a person typed it
+        pty.screen += os.read(pty.master, 65536).decode().replace("\r\n", "\n")
     refusal, screen = ask(pty, "n\n")
     assert refusal == "The user said no."
     assert screen == (f"y\n\nCreate notes.md (1 line):\nhello\n\n(discarded what was typed before this question)\n"
