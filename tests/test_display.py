@@ -284,3 +284,9 @@ def test_the_line_break_after_a_think_block_is_dropped_when_it_comes_in_a_piece_
 def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_they_hold():
     line = display.describe_args({"command": "ls" + "\u200b" * 3000 + "; touch x"})
     assert line == 'command="ls' + "\\u200b" * 14 + '\\u...' and len(line) == 100
+
+
+def test_a_key_split_between_the_reasoning_and_the_text_is_never_shown(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    screen, _ = shown([("reasoning", "thinking of sk-proj-disp"), ("text", "lay-0123456789 now")], tty=True)
+    assert screen == "thinking of [REDACTED]\n[REDACTED] now\n"
