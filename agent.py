@@ -9,13 +9,14 @@ The loop (`run_task`) talks to four seams and nothing else:
   parser   `parse_reply(text, tool names)`: the `tool: NAME({json})` lines of the reply
   tools    `tools.run(call) -> CallResult`: one call, run in the workspace (tools.py)
   history  `history.add(role, text)`, `history.add_results(results, notes)`: the conversation, one list
-The task goes into the history; the model answers the whole history; its reply goes in too, calls included, so it
-sees what it did; a reply without calls is the answer; otherwise every call runs (a failure becomes a result, never
-a crash), the results go back as one message, and round again. With bare parts (a client without streaming or
-retries, a toolbox that asks nothing, `History` below) that is the whole agent; `build_session` wraps each seam in
-its armour from harness/: the reply shown as it streams and kept inside the window (model/), modes, questions and
-deny rules in the tools (sandbox/), the token budget, compaction and the transcript in the history (history/). The
-model never touches the machine: it writes text, and this script decides what runs.
+The task goes into the history; the model answers the whole history; its reply goes in too, calls included,
+so it sees what it did; a reply without calls is the answer; otherwise every call runs (a failure becomes a
+result, never a crash), the results go back as one message, and round again. With bare parts (a client
+without streaming or retries, a toolbox that asks nothing, `History` below) that is the whole agent;
+`build_session` wraps each seam in its armour from harness/: the reply shown as it streams and kept inside
+the window (model/), modes, questions and deny rules in the tools (sandbox/), the token budget, compaction
+and the transcript in the history (history/). The model never touches the machine: it writes text, and this
+script decides what runs.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ if __name__ == "__main__":
     parse_args(sys.argv[1:])
 
 import prompt  # every word the model reads
-from harness.cli.commands import describe_start, repl
+from harness.cli.commands import repl, show_start
 from harness.cli.config import Config, ConfigError, load_config, read_task
 from harness.cli.display import LiveReply, describe_tokens, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
-from harness.cli.terminal import TerminalConfirm, ask_user, for_output, hide_key
+from harness.cli.terminal import TerminalConfirm, ask_user, for_output
 from harness.history.context import Context
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
@@ -245,9 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
-        hide_key(config.api_key)  # from here on, nothing shown on the terminal holds the key
         task = read_task(args.prompt) if args.prompt is not None else None
-        log(describe_start(config))  # first: the model, the endpoint and where it came from, the mode
+        show_start(config)  # from here on nothing shown holds the key; first: the endpoint and where it came from
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
         log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from harness.cli.config import is_text
 from harness.cli.display import log
 from harness.cli.task_reader import TaskReader
+from harness.cli.terminal import hide_key
 from harness.model.replies import ChatError
 from harness.sandbox.permissions import describe
 
@@ -28,6 +29,13 @@ def describe_start(config) -> str:
     where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
     return "\n".join([f"plainagent: {config.model} at {config.base_url} ({where}), workspace {config.workspace}, "
                       f"mode {config.mode} ({describe(config.mode)})", *config.notes])
+
+
+def show_start(config) -> None:
+    """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
+    lines (describe_start's)."""
+    hide_key(config.api_key)
+    log(describe_start(config))
 
 
 def repl(session, attempt: Callable[[object, str], int]) -> int:
