@@ -33,11 +33,11 @@ if __name__ == "__main__":
     parse_args(sys.argv[1:])
 
 import prompt  # the words the model reads
-from harness.cli.commands import repl
+from harness.cli.commands import repl, show_start
 from harness.cli.config import Config, ConfigError, load_config, read_task
 from harness.cli.display import LiveReply, describe_tokens, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
-from harness.cli.terminal import TerminalConfirm, escape
+from harness.cli.terminal import TerminalConfirm, ask_user, for_output
 from harness.history.context import Context
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
@@ -187,9 +187,9 @@ class Session:
             self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
         return line
 
-    def resume(self, loaded: Loaded) -> None:
-        """Take up a transcript's history after the system prompt, and close what a crash left open."""
-        if self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):  # it ended abruptly
+    def resume(self, loaded: Loaded | None) -> None:
+        """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
+        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):  # abruptly
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
 
     def record_ending(self, note: str) -> None:
@@ -246,13 +246,14 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.reconfigure(errors="backslashreplace")  # whatever the text holds, printing it never fails
     args = parse_args(argv)
     try:
-        config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent)
+        config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
         task = read_task(args.prompt) if args.prompt is not None else None
+        show_start(config)  # from here on nothing shown holds the key; first: the endpoint and where it came from
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
-        print(f"plainagent: {error}", file=sys.stderr)
+        log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything
         return 2
-    except KeyboardInterrupt:  # while reading the task from stdin
+    except KeyboardInterrupt:  # while asked about a project's .env, or reading the task from stdin
         return 130
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
@@ -262,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))
     warn_if_large(instructions, session.history, log)  # every request carries them, and compaction cannot shrink them
-    if loaded:
-        session.resume(loaded)
+    session.resume(loaded)
     return repl(session, attempt) if task is None else attempt(session, task)
 
 
@@ -285,7 +285,7 @@ def attempt(session: Session, task: str) -> int:
         session.record_ending(f"That task failed: {line}")  # the REPL session goes on
         return 1
     if not (session.model.display and session.model.display.showed(answer, sys.stdout)):  # seen streamed already
-        print(escape(answer, keep="\n\t") if sys.stdout.isatty() else answer, flush=True)  # a pipe gets it exact
+        print(for_output(answer, sys.stdout), flush=True)  # escaped on a terminal; a pipe gets it exact, but no key
     log(describe_tokens(session.model))
     return 0
 

@@ -15,9 +15,11 @@ tools.py and prompt.py first; open this folder to see how one promise is kept.
               deny rules for commands (guard, command_line), modes and approval (permissions)
     history/  inside the history: keeping it inside the token budget (context, compaction, budget), the
               transcript that --resume reads back (transcript)
-    cli/      the user's side: the command line (args), settings (config), where our own files live
-              (directories), AGENTS.md (instructions), what is shown (display), the terminal's prompt and
-              questions (terminal), the REPL and its slash commands (commands)
+    cli/      the user's side: the command line (args), settings (config), a project's .env, read only once
+              allowed (project_env), where our own files live (directories), AGENTS.md (instructions), what
+              is shown (display), the one way outside text reaches the terminal and the questions
+              (terminal), the REPL's prompt and its history (task_reader), the REPL and its slash commands
+              (commands)
 
 Nothing here imports agent.py or tools.py.
 """

@@ -160,32 +160,33 @@ def args(**given):
     return argparse.Namespace(**values)
 
 
-def test_precedence_flag_over_env_over_cwd_dotenv_over_script_dotenv(tmp_path):
-    script, cwd = tmp_path / "script", tmp_path / "cwd"
-    script.mkdir(), cwd.mkdir()
+def test_precedence_flag_over_env_over_the_users_dotenv(tmp_path):
+    script = tmp_path / "script"
+    script.mkdir()
     (script / ".env").write_text("OPENAI_MODEL=from-script\nOPENAI_API_KEY=sk-script\nOPENAI_BASE_URL=https://script/v1\n"
                                  "PLAINAGENT_MAX_STEPS=7\n")
-    (cwd / ".env").write_text("OPENAI_MODEL=from-cwd\nOPENAI_API_KEY=sk-cwd\n")
     environ = {"OPENAI_MODEL": "from-env", "UNRELATED": "x"}
-    config = load_config(args(), environ, cwd, script)
-    assert (config.model, config.api_key, config.base_url, config.max_steps) == ("from-env", "sk-cwd", "https://script/v1", 7)
-    config = load_config(args(model="from-flag", max_steps=3, base_url="http://localhost:8000/v1"), environ, cwd, script)
+    config = load_config(args(), environ, tmp_path, script)
+    assert (config.model, config.api_key, config.base_url, config.max_steps) == ("from-env", "sk-script", "https://script/v1", 7)
+    assert config.sources == {"OPENAI_MODEL": "the environment", "OPENAI_API_KEY": str(script / ".env"),
+                              "OPENAI_BASE_URL": str(script / ".env"), "PLAINAGENT_MAX_STEPS": str(script / ".env")}
+    config = load_config(args(model="from-flag", max_steps=3, base_url="http://localhost:8000/v1"), environ, tmp_path, script)
     assert (config.model, config.max_steps, config.base_url) == ("from-flag", 3, "http://localhost:8000/v1")
+    assert config.sources["OPENAI_BASE_URL"] == "--base-url"
     assert load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "k"}, tmp_path, tmp_path).max_steps == 30
-    assert load_config(args(), {}, cwd, script).model == "from-cwd"
     assert load_config(args(), {}, script, script).model == "from-script"
 
 
 def test_dotenv_files_do_not_leak_into_the_process_environment(tmp_path, monkeypatch):
     (tmp_path / ".env").write_text("OPENAI_MODEL=m\nOPENAI_API_KEY=sk-file\n")
-    load_config(args(), {}, tmp_path, tmp_path / "nowhere")
+    load_config(args(), {}, tmp_path, tmp_path)
     import os
     assert "OPENAI_API_KEY" not in os.environ
 
 
-def test_missing_model_names_the_variable_and_the_file(tmp_path):
-    with pytest.raises(ConfigError, match=rf"OPENAI_MODEL is not set: set it in {tmp_path / '.env'}"):
-        load_config(args(), {"OPENAI_API_KEY": "k"}, tmp_path, tmp_path / "none")
+def test_missing_model_names_the_variable_and_the_users_own_file(tmp_path):
+    with pytest.raises(ConfigError, match=rf"OPENAI_MODEL is not set: set it in {tmp_path / 'install' / '.env'}"):
+        load_config(args(), {"OPENAI_API_KEY": "k"}, tmp_path, tmp_path / "install")
 
 
 @pytest.mark.parametrize("base_url, needs_key", [
@@ -451,8 +452,8 @@ def test_a_base_url_that_cannot_work_is_a_config_error(tmp_path, base_url, says)
 
 def test_a_dotenv_that_is_not_utf8_is_a_config_error(tmp_path):
     (tmp_path / ".env").write_bytes("OPENAI_MODEL=m\n".encode("utf-16"))
-    with pytest.raises(ConfigError, match=r"\.env cannot be read as UTF-8 text .*; save it as UTF-8\."):
-        load_config(args(), {}, tmp_path, tmp_path / "none")
+    with pytest.raises(ConfigError, match=r"\.env cannot be read: it is not UTF-8 text \(byte 0\); save it as UTF-8\.$"):
+        load_config(args(), {}, tmp_path, tmp_path)
 
 
 def test_a_workspace_that_cannot_be_resolved_is_a_config_error(tmp_path):
@@ -475,38 +476,10 @@ def test_a_lone_surrogate_in_an_argument_is_refused_with_a_reason(tmp_path):
     assert not (tmp_path / "a.txt").exists()
 
 
-def test_a_projects_dotenv_cannot_send_your_key_elsewhere(tmp_path):
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir(), home.mkdir()
-    (home / ".env").write_text("OPENAI_API_KEY=sk-users-own-key-0123456789\nOPENAI_MODEL=m\n")
-    (project / ".env").write_text("OPENAI_BASE_URL=https://evil.example/v1\n")
-    for environ, script_dir in (({}, home), ({"OPENAI_API_KEY": "sk-users-own-key-0123456789"}, tmp_path / "none")):
-        with pytest.raises(ConfigError, match=r"your key is not sent to an endpoint a project's \.env names"):
-            load_config(args(model="m"), environ, project, script_dir)
-    assert load_config(args(base_url="https://api.example/v1"), {}, project, home).base_url == "https://api.example/v1"
-    (project / ".env").write_text("OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY=sk-project-key-0123456789\n")
-    assert load_config(args(), {}, project, home).api_key == "sk-project-key-0123456789"  # both from one file
-
-
 def test_a_dotenv_cannot_copy_other_variables_into_a_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
     (tmp_path / ".env").write_text("OPENAI_BASE_URL=http://localhost:8000/v1/${AWS_SECRET_ACCESS_KEY}\nOPENAI_MODEL=m\n")
     assert load_config(args(), {}, tmp_path, tmp_path).base_url == "http://localhost:8000/v1/${AWS_SECRET_ACCESS_KEY}"
-
-
-@pytest.mark.parametrize("mode, allowed", [("yes", False), ("edits", False), ("read-only", True), ("ask", True)])
-def test_a_projects_dotenv_may_make_the_agent_ask_more_never_less(tmp_path, mode, allowed):
-    project, home = tmp_path / "project", tmp_path / "home"
-    project.mkdir(), home.mkdir()
-    (project / ".env").write_text(f"PLAINAGENT_MODE={mode}\n")
-    environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-users-own-key-0123456789"}
-    if allowed:
-        assert load_config(args(), environ, project, home).mode == mode
-    else:
-        with pytest.raises(ConfigError, match="a project's .env may make plainagent ask more, never less"):
-            load_config(args(), environ, project, home)
-        assert load_config(args(mode=mode), environ, project, home).mode == mode  # the user's own flag
-    assert load_config(args(), {**environ, "PLAINAGENT_MODE": mode}, project, home).mode == mode
 
 
 def test_an_unknown_mode_is_one_line(capsys):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import instructions, terminal
+from harness.cli import instructions, task_reader
 from harness.cli.directories import config_dir, state_dir
 from harness.history import transcript
 
@@ -29,8 +29,8 @@ def test_without_an_argument_the_process_environment_is_read(tmp_path):
 
 
 def test_transcripts_history_and_instructions_use_these_and_no_copy_of_their_own(tmp_path):
-    assert transcript.state_dir is terminal.state_dir is state_dir
+    assert transcript.state_dir is task_reader.state_dir is state_dir
     assert instructions.config_dir is config_dir
     assert transcript.sessions_dir() == state_dir() / "sessions"
     with open(os.devnull) as stdin:
-        assert terminal.TaskReader(stdin=stdin).history == state_dir() / "history"
+        assert task_reader.TaskReader(stdin=stdin).history == state_dir() / "history"

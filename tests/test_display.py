@@ -240,3 +240,53 @@ def test_a_long_line_of_marks_is_not_held_back_for_ever():
     for _ in range(1000):
         live.show("text", "- ")
     assert len(screen.getvalue()) > 1900
+
+
+# --- the API key, wherever a server put it ---
+
+KEY = "sk-proj-display-0123456789"
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (f"Your header was: Bearer {KEY}.\n", "Your header was: Bearer [REDACTED].\n"),
+    (f"{KEY}{KEY} and s", "[REDACTED][REDACTED] and s\n"),  # a lone "s" at the end is no piece of the key
+    ("cut at sk-proj-d", "cut at [REDACTED]\n"),  # a piece of it at the end, when the reply stops there
+    (f"<think>it is {KEY}</think>\nok", "it is [REDACTED]\nok\n"),  # reasoning too
+])
+@pytest.mark.parametrize("seed", range(8))
+def test_the_key_is_never_shown_even_split_between_pieces(monkeypatch, reply, expected, seed):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    rng = random.Random(seed)
+    cuts = sorted(set(rng.sample(range(1, len(reply)), min(len(reply) - 1, rng.randint(1, 12)))))
+    pieces = [reply[start:end] for start, end in zip([0, *cuts], [*cuts, len(reply)])]
+    screen, live = shown(texts(*pieces), tty=True)
+    assert screen == expected and KEY[:8] not in screen
+    assert live.shown == reply.replace(f"<think>it is {KEY}</think>\n", "")  # what it said: to know it was shown
+
+
+def test_the_key_in_streamed_reasoning_is_never_shown(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    screen, _ = shown([("reasoning", "the key is sk-proj-dis"), ("reasoning", "play-0123456789, so"), ("text", "Done.")],
+                      tty=True)
+    assert screen == "the key is [REDACTED], so\nDone.\n"
+
+
+def test_a_log_line_never_shows_the_key(monkeypatch, capsys):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    display.log(f'→ run_command(command="echo {KEY}") and {KEY!r} as JSON: "{KEY}\\u0000"')
+    assert KEY not in capsys.readouterr().err
+
+
+def test_the_line_break_after_a_think_block_is_dropped_when_it_comes_in_a_piece_of_its_own():
+    assert shown(texts("<think>plan it</think>", "\n", "\nThe answer."), tty=True)[0] == "plan it\nThe answer.\n"
+
+
+def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_they_hold():
+    line = display.describe_args({"command": "ls" + "\u200b" * 3000 + "; touch x"})
+    assert line == 'command="ls' + "\\u200b" * 14 + '\\u...' and len(line) == 100
+
+
+def test_a_key_split_between_the_reasoning_and_the_text_is_never_shown(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    screen, _ = shown([("reasoning", "thinking of sk-proj-disp"), ("text", "lay-0123456789 now")], tty=True)
+    assert screen == "thinking of [REDACTED]\n[REDACTED] now\n"

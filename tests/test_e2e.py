@@ -68,7 +68,8 @@ def test_a_bad_key_is_one_line_and_exit_1(install, project):
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
-    lines = done.stderr.strip().splitlines()
+    header, *lines = done.stderr.strip().splitlines()  # the header names the endpoint; then the one line
+    assert header.startswith(f"plainagent: fake-model at {endpoint.url} (from the environment), workspace {project}")
     assert len(lines) == 1 and lines[0].startswith("plainagent: 401 from http://127.0.0.1:")
     assert "check OPENAI_API_KEY" in lines[0] and "Traceback" not in done.stderr
 
@@ -84,7 +85,7 @@ def test_no_server_is_one_line_and_exit_1(install, project):
         pass  # closed: nothing listens on its port any more
     done = agent(install, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.splitlines() == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
+    assert done.stderr.splitlines()[1:] == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
                                         "is the server running and OPENAI_BASE_URL right?"]
 
 

@@ -141,7 +141,8 @@ def test_resume_without_a_session_is_one_line_and_exit_2(install, project, tmp_p
     with FakeEndpoint([]) as endpoint:
         done = agent(install, project, endpoint, *argv, "-p", "hi")
     assert done.returncode == 2 and endpoint.received == []
-    assert done.stderr.count("\n") == 1 and message in done.stderr and "Traceback" not in done.stderr
+    header, line = done.stderr.splitlines()  # the header names the endpoint; then the one line
+    assert header.startswith("plainagent: fake-model at ") and message in line and "Traceback" not in done.stderr
 
 
 def test_log_writes_the_named_file_and_never_the_workspace(install, project, tmp_path):
@@ -186,7 +187,7 @@ def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tm
         plain = agent(install, project, endpoint, "--resume", "-p", "task B")
         first.kill()
         first.communicate(timeout=20)
-    assert second.returncode == 2 and second.stderr == (
+    assert second.returncode == 2 and second.stderr.split("\n", 1)[1] == (
         f"plainagent: --resume {path}: this session is in use by another plainagent that is still running; wait "
         "for it to end, or start a new session without --resume.\n")
     assert plain.returncode == 2 and "is in use by another plainagent" in plain.stderr
@@ -205,7 +206,7 @@ def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
     with FakeEndpoint([]) as endpoint:
         done = agent(install, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
     assert done.returncode == 2 and endpoint.received == []
-    assert done.stderr == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
+    assert done.stderr.split("\n", 1)[1] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")
 
 

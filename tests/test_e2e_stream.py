@@ -38,7 +38,7 @@ def test_a_pipe_gets_exactly_the_answer_and_stderr_the_live_text(install, projec
         done = agent(install, project, endpoint, "-p", "write notes", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Created notes.md with 中文 and\u2028a line separator.\n"
-    assert done.stderr.startswith("Let me create it.\n→ edit_file(path=\"notes.md\", old_str=\"\", new_str=\"hi\\n\")\n")
+    assert done.stderr.split("\n", 1)[1].startswith("Let me create it.\n→ edit_file(path=\"notes.md\", old_str=\"\", new_str=\"hi\\n\")\n")
     assert "Created notes.md with 中文 and\\u2028a line separator.\n" in done.stderr  # shown, escaped, live
     assert "tool: edit_file" not in done.stderr and "thinking" not in done.stderr  # no raw call, no reasoning in a log
     assert "(estimated)" not in done.stderr and "tokens so far, estimated)" in done.stderr  # no usage was streamed
@@ -50,7 +50,7 @@ def test_a_pipe_gets_exactly_the_answer_and_stderr_the_live_text(install, projec
 
 @pytest.mark.parametrize("argv, env_file", [(["--no-stream"], ""), ([], "PLAINAGENT_STREAM=off\n")])
 def test_streaming_can_be_turned_off(install, project, argv, env_file):
-    (project / ".env").write_text(env_file)
+    (install / ".env").write_text(env_file)  # the user's own
     with FakeEndpoint(["Whole."]) as endpoint:
         done = agent(install, project, endpoint, "-p", "hi", *argv)
     assert done.returncode == 0 and done.stdout == "Whole.\n"
@@ -73,6 +73,7 @@ def test_ctrl_c_mid_stream_in_one_shot_mode_exits_130(install, project):
         env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
         process = subprocess.Popen([sys.executable, str(install / "agent.py"), "-p", "talk"], cwd=project, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process.stderr.readline()  # the header, naming the endpoint
         first = process.stderr.read(5)  # the live text has begun
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=10)
@@ -205,7 +206,7 @@ def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
         screen = Screen(install, project, endpoint, "-p", "question")
         assert screen.wait() == 0
     assert screen.text.count("The answer, live.") == 1
-    assert screen.text.startswith("hmm\nThe answer, live.\n(")  # reasoning shown (TERM=dumb: not dimmed)
+    assert screen.text.split("\n", 1)[1].startswith("hmm\nThe answer, live.\n(")  # reasoning shown (TERM=dumb: not dimmed)
 
 
 def test_a_resumed_session_carries_on_from_the_reset(install, project):

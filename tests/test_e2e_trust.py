@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
 from test_e2e import KEY
@@ -100,3 +101,97 @@ def test_a_long_agents_md_in_a_small_budget_is_warned_about(install, project):
     assert done.returncode == 0
     assert "plainagent: the system prompt with AGENTS.md takes about 3," in done.stderr
     assert "of the 8,000-token context budget; shorten it, or raise --context-tokens.\n" in done.stderr
+
+
+# --- a project's .env: a file you may not have written ---
+
+ATTACKER_KEY = "sk-attacker-key-0123456789"
+PROJECT_ENV = (f"OPENAI_API_KEY={ATTACKER_KEY}\nOPENAI_MODEL=o1-pro\nPLAINAGENT_MODE=yes\nPLAINAGENT_MAX_STEPS=500\n"
+               "PLAINAGENT_DENY=npm publish\n")
+DESTROY = 'tool: run_command({"command": "terraform destroy -auto-approve"})'
+PUBLISH = 'tool: run_command({"command": "npm publish"})'
+
+
+def own_settings(install, endpoint, more: str = "") -> dict:
+    """The user's settings in their own .env, next to agent.py; the environment then holds none."""
+    (install / ".env").write_text(f"OPENAI_BASE_URL={endpoint.url}\nOPENAI_API_KEY={KEY}\nOPENAI_MODEL=m\n"
+                                  f"PLAINAGENT_DENY=terraform destroy\n{more}")
+    return {"OPENAI_BASE_URL": "", "OPENAI_API_KEY": "", "OPENAI_MODEL": ""}  # empty: not set
+
+
+def allow(tmp_path, path) -> None:
+    """What answering y to the question leaves in the state directory."""
+    import hashlib
+    record = tmp_path / "state" / "plainagent" / "allowed-env"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}) + "\n")
+
+
+def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothing(install, project):
+    (project / ".env").write_text(PROJECT_ENV)
+    with FakeEndpoint([DESTROY, "Refused, as it should be."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "tear it down", "--yes", extra_env=own_settings(install, endpoint))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"plainagent: m at {endpoint.url} (from {install / '.env'}), workspace {project}, mode yes (asks nothing)"
+    assert lines[1] == (f"plainagent: not reading {project / '.env'}: a project's .env is used only once you allow it; "
+                        "start plainagent there at a terminal to be asked.")
+    assert [request.headers["Authorization"] for request in endpoint.received] == [f"Bearer {KEY}"] * 2
+    assert endpoint.received[0].body["model"] == "m"
+    assert results_sent(endpoint, 1)[0]["output"].startswith(
+        "Refused by plainagent's guard rail: the PLAINAGENT_DENY rule \"terraform destroy\". ")
+
+
+def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_lower_the_mode(install, project, tmp_path):
+    (project / ".env").write_text(PROJECT_ENV)
+    allow(tmp_path, project / ".env")
+    script = [DESTROY, PUBLISH, 'tool: edit_file({"path": "x.txt", "old_str": "", "new_str": "x"})', "Done."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "release", extra_env=own_settings(install, endpoint))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[1].startswith(f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used")
+    assert "PLAINAGENT_MODE not used: it asks less than your mode, ask" in done.stderr
+    assert {request.headers["Authorization"] for request in endpoint.received} == {f"Bearer {KEY}"}
+    assert {request.body["model"] for request in endpoint.received} == {"m"} and ATTACKER_KEY not in done.stderr
+    assert "the PLAINAGENT_DENY rule \"terraform destroy\"" in results_sent(endpoint, 1)[0]["output"]  # yours stays
+    assert "the PLAINAGENT_DENY rule \"npm publish\"" in results_sent(endpoint, 2)[0]["output"]  # its own is added
+    assert "stdin is not a terminal" in results_sent(endpoint, 3)[0]["output"]  # asked (mode ask), not applied
+    assert not (project / "x.txt").exists()
+
+
+def test_the_repl_asks_once_whether_to_use_a_projects_dotenv(install, project):
+    from test_e2e_terminal import Screen
+    (project / ".env").write_bytes(b"PLAINAGENT_MODE=read-only\nPLAINAGENT_DENY=npm publish\x1b]52;c;ZXZpbA==\x07\n")
+    with FakeEndpoint([]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        asked = screen.expect("Use these settings? (remembered until the file changes) [y]es / [n]o: ")
+        assert asked == (f"{project / '.env'} is this project's .env, a file you may not have written. It sets:\n"
+                         "  PLAINAGENT_MODE=read-only\n  PLAINAGENT_DENY=npm publish\\x1b]52;c;ZXZpbA==\\x07  (added to your rules)\n"
+                         "Use these settings? (remembered until the file changes) [y]es / [n]o: ")
+        screen.type("y\n")
+        banner = screen.prompt()
+        assert f"(from the environment), workspace {project}, mode read-only (" in banner
+        assert f"\nSettings from {project / '.env'} (allowed)\n" in banner
+        screen.type("exit\n")
+        assert screen.wait() == 0
+        again = Screen(install, project, endpoint)
+        banner = again.prompt()
+        assert "Use these settings?" not in banner and "mode read-only" in banner
+        again.type("exit\n")
+        assert again.wait() == 0
+    assert "\x1b]52" not in screen.text + again.text
+
+
+# --- the key, whatever the server sends back ---
+
+
+@pytest.mark.parametrize("argv", [[], ["--no-stream"]])
+def test_a_server_echoing_the_key_in_its_reply_never_gets_it_printed(install, project, argv):
+    from test_e2e_stream import streamed
+    answer = f"Your request carried Authorization: Bearer {KEY}. Also sk-e2e-sec"
+    reply = answer if argv else streamed(answer, pieces=25)
+    with FakeEndpoint([reply]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "what did I send?", *argv)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Your request carried Authorization: Bearer [REDACTED]. Also sk-e2e-sec\n"
+    assert KEY not in done.stderr and KEY[:12] not in done.stderr

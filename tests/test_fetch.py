@@ -592,7 +592,7 @@ def config_from(tmp_path, environ, project_env=""):
     if project_env:
         (project / ".env").write_text(project_env)
     args = parse_args(["-m", "m", "--base-url", "http://localhost:1/v1"])
-    return load_config(args, environ, project, tmp_path / "install")
+    return load_config(args, environ, project, tmp_path / "install", ask=lambda shown, question: "y")  # allowed
 
 
 def test_the_settings(tmp_path):
@@ -606,11 +606,14 @@ def test_the_settings(tmp_path):
         config_from(tmp_path, {"PLAINAGENT_FETCH_ALLOW": "a.org, https://"})
 
 
-def test_a_projects_env_cannot_allow_hosts(tmp_path):
-    with pytest.raises(ConfigError, match=r"PLAINAGENT_FETCH_ALLOW comes from .*\.env: a project's \.env may make "
-                                          "plainagent ask more, never less"):
-        config_from(tmp_path, {}, "PLAINAGENT_FETCH_ALLOW=169.254.169.254\n")
+def test_a_projects_env_cannot_allow_hosts_nor_turn_fetching_back_on(tmp_path):
+    """Even once the user allowed a project's .env, it may only ask more: no host fetched unasked, no fetching
+    the user turned off."""
+    config = config_from(tmp_path, {}, "PLAINAGENT_FETCH_ALLOW=169.254.169.254\n")
+    assert config.fetch_allow == frozenset()
+    assert config.notes == []  # nothing in it would be used, so the user is not even asked
     assert config_from(tmp_path, {}, "PLAINAGENT_FETCH=off\n").fetch is False  # asking less of the web is fine
+    assert config_from(tmp_path, {"PLAINAGENT_FETCH": "off"}, "PLAINAGENT_FETCH=on\n").fetch is False
 
 
 def test_parse_hosts():

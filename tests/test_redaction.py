@@ -2,6 +2,8 @@
 path that shows or writes text (tool results, the transcript that --resume reads back, the error lines the
 user reads) follows it, so a short local key such as "ollama" is kept as the user typed it everywhere."""
 
+import random
+
 import pytest
 
 import agent
@@ -122,3 +124,15 @@ def test_an_error_line_follows_the_same_rule(tmp_path, capsys, key, shown):
     assert capsys.readouterr().err == f"plainagent: 401 from http://h/v1: bad key {shown}\n"
     assert f"bad key {shown}" in session.history.messages[-1]["content"]
     assert (key in path.read_text()) is (key == "ollama")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_text_arriving_in_pieces_never_shows_the_key_however_it_is_split(seed):
+    from harness.sandbox.redaction import Redactor
+    key = "sk-proj-pieces-0123456789"
+    text = f"a {key} b sk-p {key}{key} s c sk-proj-pie"
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(text)), rng.randint(1, 20)))
+    pieces = Redactor(key)
+    shown = "".join(pieces.feed(text[start:end]) for start, end in zip([0, *cuts], [*cuts, len(text)])) + pieces.flush()
+    assert shown == "a [REDACTED] b sk-p [REDACTED][REDACTED] s c [REDACTED]"

@@ -6,12 +6,19 @@ import os
 import random
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from harness.cli.terminal import NO_TERMINAL, TaskReader, TerminalConfirm, escape, parse_answer, render_question
+from harness.cli.terminal import (
+    NO_TERMINAL,
+    TerminalConfirm,
+    ask_user,
+    escape,
+    for_output,
+    parse_answer,
+    render_question,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
@@ -91,6 +98,39 @@ def test_blank_runs_cannot_push_a_command_out_of_sight(command, shown):
     preview, question = render_question("command", "run this command", "$ " + command, ROOT)
     assert f"$ {shown}\n" in preview and len(preview) < 200
     assert question.startswith("Allow this command (touch ../PWN")
+
+
+@pytest.mark.parametrize("filler, marker", [
+    (lambda n: " " * (1 + n % 7), "[300 blank lines]"),  # 1 to 7 spaces: blank, whatever the width
+    (lambda n: "", "[300 blank lines]"),
+    (lambda n: "\t" * (1 + n % 3), "[300 lines of only whitespace or invisible characters]"),
+    (lambda n: " \r", "[300 lines of only whitespace or invisible characters]"),
+    (lambda n: "\u200b\u3164\x0c", "[300 lines of only whitespace or invisible characters]"),
+], ids=["spaces", "empty", "tabs", "carriage returns", "invisible"])
+def test_lines_that_draw_nothing_cannot_scroll_what_runs_out_of_sight(filler, marker):
+    command = "pytest -q\ntouch ~/.bashrc.d/evil\n" + "".join(filler(n) + "\n" for n in range(300)) + "echo done"
+    preview, question = render_question("command", "run this command", "$ " + command, ROOT)
+    assert preview == f"\nRun in /work/space (303 lines):\n$ pytest -q\ntouch ~/.bashrc.d/evil\n{marker}\necho done\n\n"
+    assert question == f"Allow this command (pytest -q, 303 lines){QUESTION}"
+
+
+def test_the_question_shows_the_start_of_the_command_in_full():
+    first = "python -m pytest -q tests/test_agent.py tests/test_display.py && touch /tmp/x && git commit -am wip"
+    _, question = render_question("command", "run this command", f"$ {first}\necho done", ROOT)
+    assert question == f"Allow this command ({first}, 2 lines){QUESTION}"
+    _, question = render_question("command", "run this command", "$  \n\t\n   \nrm -rf build\n", ROOT)
+    assert question == f"Allow this command (rm -rf build, 4 lines){QUESTION}"  # the first line that draws anything
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("ls" + "\t" * 2000 + "; touch x", "ls[2,000 × \\t]; touch x"),
+    ("ls" + "\u200b" * 50 + "x", "ls[50 × \\u200b]x"),
+    ("echo ========; ls" + " " * 7 + "-la", "echo ========; ls       -la"),  # what draws itself, and short runs, stay
+    ("echo x" + "\u0336" * 400 + "; rm -r build", "echo x[400 × \\u0336]; rm -r build"),  # accents piled on one letter
+], ids=["tabs", "zero-width spaces", "visible", "combining"])
+def test_long_runs_of_what_draws_nothing_are_counted_within_a_line(line, shown):
+    preview, _ = render_question("command", "run this command", "$ " + line, ROOT)
+    assert preview == f"\nRun in /work/space:\n$ {shown}\n\n"
 
 
 @pytest.mark.parametrize("title", ["create a.py", "edit a.py"])
@@ -215,6 +255,8 @@ def test_the_question_and_the_answer_go_through_the_terminal(pty, keys, refusal)
 
 def test_keys_typed_before_the_question_do_not_answer_it(pty):
     pty.type("y\n")  # typed while the model was still working
+    while not pty.screen.endswith("y\n"):  # its echo: the terminal holds the line, as when a person typed it
+        pty.screen += os.read(pty.master, 65536).decode().replace("\r\n", "\n")
     refusal, screen = ask(pty, "n\n")
     assert refusal == "The user said no."
     assert screen == (f"y\n\nCreate notes.md (1 line):\nhello\n\n(discarded what was typed before this question)\n"
@@ -288,56 +330,56 @@ def test_the_refusal_without_a_terminal_names_the_way_out():
                            "The user can run plainagent with --yes to allow writes and commands.")
 
 
+# --- the key, wherever it turns up ---
 
-def test_lines_typed_while_a_task_ran_are_tasks_of_their_own(pty, monkeypatch):
-    monkeypatch.setattr("sys.stdout", open(os.devnull, "w"))  # the prompt
-    reader = TaskReader(stdin=pty.stdin, history=Path(os.devnull))
-    monkeypatch.setattr("sys.stdin", pty.stdin)
-    pty.type("first typed task\nsecond typed task\n")  # before the prompt shows: typed ahead
-    time.sleep(0.1)
-    tasks = []
-    reading = threading.Thread(target=lambda: tasks.extend([reader.read(), reader.read()]), daemon=True)
-    reading.start()
-    reading.join(timeout=5)  # merged into one task, the second read would wait for ever
-    assert tasks == ["first typed task", "second typed task"]
+KEY = "sk-proj-terminal-0123456789"
 
 
-def test_a_pasted_block_is_one_history_entry():
-    class History:
-        def __init__(self):
-            self.items = ["older", "Traceback (most recent call last):", "  File \"a.py\", line 1", "ZeroDivisionError"]
-
-        def get_current_history_length(self):
-            return len(self.items)
-
-        def remove_history_item(self, index):
-            del self.items[index]
-
-        def add_history(self, line):
-            self.items.append(line)
-
-        def get_history_item(self, index):
-            return self.items[index - 1]
-
-    reader = TaskReader(stdin=io.StringIO(""), history=Path(os.devnull))
-    reader.readline = History()
-    reader.remember(["Traceback (most recent call last):", "  File \"a.py\", line 1", "", "ZeroDivisionError"])
-    block = "Traceback (most recent call last):\n  File \"a.py\", line 1\n\nZeroDivisionError"
-    assert reader.readline.items == ["older", block]
+@pytest.fixture
+def hidden(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
 
 
-def test_a_pasted_block_comes_back_whole_in_the_next_run(tmp_path):
-    readline = pytest.importorskip("readline")
-    history = tmp_path / "history"
-    readline.clear_history()
-    reader = TaskReader(stdin=io.StringIO(""), history=history)
-    reader.readline = readline
-    readline.add_history("older")
-    readline.add_history("line one")
-    readline.add_history("line two")
-    reader.remember(["line one", "line two"])
-    readline.clear_history()
-    reader.load_history()
-    assert [readline.get_history_item(i) for i in (1, 2)] == ["older", "line one\nline two"]
-    assert oct(history.stat().st_mode & 0o777) == "0o600"
-    readline.clear_history()
+def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
+    assert escape(f"Authorization: Bearer {KEY}\x1b[2K") == "Authorization: Bearer [REDACTED]\\x1b[2K"
+    assert escape(f'{{"a": "{KEY}"}}') == '{"a": "[REDACTED]"}'
+    preview, question = render_question("command", "run this command", f"$ curl -H 'Bearer {KEY}' x", ROOT)
+    assert KEY not in preview + question and "[REDACTED]" in question
+
+
+def test_a_key_that_json_spells_differently_is_blanked_as_json_spells_it(monkeypatch):
+    monkeypatch.setattr("harness.cli.terminal.secret", 'sk-with"quote\\0123456789')
+    assert escape('command="echo sk-with\\"quote\\\\0123456789"') == 'command="echo [REDACTED]"'
+
+
+@pytest.mark.parametrize("tty, printed", [
+    (False, "exact\x1b[0m\tbytes, but [REDACTED]\n"),  # a pipe gets the model's bytes, never the key
+    (True, "exact\\x1b[0m\tbytes, but [REDACTED]\n"),
+])
+def test_an_answer_is_printed_exactly_on_a_pipe_escaped_on_a_terminal_and_never_with_the_key(hidden, tty, printed):
+    class Out(io.StringIO):
+        def isatty(self):
+            return tty
+    assert for_output(f"exact\x1b[0m\tbytes, but {KEY}\n", Out()) == printed
+
+
+# --- asking something else: whether to use a project's .env ---
+
+
+def test_ask_user_shows_the_text_escaped_discards_what_was_typed_ahead_and_returns_the_answer(pty):
+    pty.type("y\n")  # typed before the question: it must not answer it
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(
+        ask_user("OPENAI_BASE_URL=http://x/\x1b]52;c;ZXZpbA==\x07\n", "Use them? ", stdin=pty.stdin, terminal=pty.path)))
+    asking.start()
+    while not pty.screen.endswith("Use them? "):
+        pty.screen += os.read(pty.master, 65536).decode().replace("\r\n", "\n")
+    pty.type("no\n")
+    asking.join(timeout=5)
+    assert answers == ["no"]
+    assert pty.rest_of_screen() == "y\nOPENAI_BASE_URL=http://x/\\x1b]52;c;ZXZpbA==\\x07\nUse them? no\n"
+
+
+def test_ask_user_without_a_terminal_asks_nobody(capsys):
+    assert ask_user("text", "question? ", stdin=io.StringIO("y\n")) is None
+    assert capsys.readouterr() == ("", "")

@@ -16,7 +16,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
                "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM), "
-               ".env in the current directory, .env next to agent.py. "
+               "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
+               "agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")

@@ -12,18 +12,37 @@ import sys
 from collections.abc import Callable
 
 from harness.cli.display import log
-from harness.cli.terminal import TaskReader
+from harness.cli.task_reader import TaskReader
+from harness.cli.terminal import hide_key
+from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
 from harness.sandbox.permissions import describe
 
 
+def describe_start(config) -> str:
+    """The session's first lines, on stderr before anything else (the REPL's banner starts with them, and so
+    does -p): the model, the endpoint and where it came from, the workspace and the mode; then what became of
+    a project's .env."""
+    url_from = config.sources.get("OPENAI_BASE_URL")
+    key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
+    where = f"from {url_from}" if url_from else "the default"
+    where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
+    return "\n".join([f"plainagent: {config.model} at {config.base_url} ({where}), workspace {config.workspace}, "
+                      f"mode {config.mode} ({describe(config.mode)})", *config.notes])
+
+
+def show_start(config) -> None:
+    """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
+    lines (describe_start's)."""
+    hide_key(config.api_key)
+    log(describe_start(config))
+
+
 def repl(session, attempt: Callable[[object, str], int]) -> int:
-    """Read tasks and slash commands until the user leaves; `attempt(session, task)` runs a task (agent.py)."""
-    mode = session.tools.permissions.mode
-    log(f"plainagent: {session.config.model} at {session.model.client.url}, workspace {session.tools.workspace.root}, "
-        f"mode {mode} ({describe(mode)})\n"
-        + "".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
-                  for given in session.instructions)
+    """Read tasks and slash commands until the user leaves; `attempt(session, task)` runs a task (agent.py).
+    The banner's first lines, describe_start's, are shown before the session is built."""
+    log("".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
+                for given in session.instructions)
         + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
     tasks = TaskReader()
     while True:
@@ -55,12 +74,20 @@ def is_command(line: str) -> bool:
 
 
 def run_slash_command(session, line: str) -> str:
-    """Run one slash command; returns what to show. An unknown command gets the list of known ones."""
+    """Run one slash command; returns what to show. An unknown command gets the list of known ones; a failure
+    inside one (a model call of /compact, say) is one line, as inside a task, and the session goes on."""
     name, _, argument = line.strip().partition(" ")
     command = COMMANDS.get(name[1:].lower())
     if command is None:
         return f"Unknown command {name}. Commands: {', '.join('/' + known for known in COMMANDS)} (/help says more)."
-    return command(session, argument.strip())
+    try:
+        return command(session, argument.strip())
+    except (LeaveSession, KeyboardInterrupt):
+        raise
+    except ChatError as error:
+        return f"plainagent: {name}: {session.tools.workspace.redact(str(error))}"
+    except Exception as error:  # a bug of ours: one line, not a traceback that ends the session
+        return f"plainagent: internal error in {name}, please report it: {type(error).__name__}: {error}"
 
 
 def help(session, argument: str) -> str:

@@ -1,9 +1,11 @@
 """Configuration: where each setting comes from, and whether the settings can be used at all.
 
-Precedence: command-line flag > environment variable > `.env` in the current directory > `.env` next to
-agent.py. `.env` files are read with `dotenv_values`, so the key never enters `os.environ` (and so never the
-environment of the commands the agent runs). A setting that cannot be used is a `ConfigError` whose message
-names the flag or variable the user set; `agent.main` shows it as one line and exits 2.
+Precedence: command-line flag > environment variable > the workspace's `.env` > the `.env` next to agent.py,
+the user's own. The workspace's `.env` is a project's, a file the user may not have written: it is read only
+once they allowed it, and even then it can only ask more (project_env.py). `.env` files are read with
+`dotenv_values`, so the key never enters `os.environ` (and so never the environment of the commands the agent
+runs). A setting that cannot be used is a `ConfigError` whose message names the flag or variable the user set
+(and never holds a key); `agent.main` shows it as one line and exits 2.
 """
 
 from __future__ import annotations
@@ -12,17 +14,19 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from dotenv import dotenv_values
-
+from harness.cli import project_env
+from harness.cli.project_env import ProjectEnv, read_env_text, read_project_env
 from harness.model.hosts import is_local
 from harness.sandbox.documents import is_text
 from harness.sandbox.fetch import parse_hosts
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.permissions import MODES
+from harness.sandbox.redaction import redact
 
 
 @dataclass
@@ -41,7 +45,9 @@ class Config:
     deny: str = ""  # PLAINAGENT_DENY: more commands never to run, "terraform destroy; npm publish" (guard.py)
     fetch: bool = True  # PLAINAGENT_FETCH (on/off): offer web_fetch
     fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts fetched unasked, private ones too
-    env_file: Path | None = None  # the .env to name in error messages
+    env_file: Path | None = None  # the user's own .env, to name in error messages
+    sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
+    notes: list[str] = field(default_factory=list)  # lines for the banner: what became of a project's .env
 
 
 class ConfigError(Exception):
@@ -55,45 +61,92 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW"}  # Config field -> variable
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 
+ALLOW_QUESTION = "Use these settings? (remembered until the file changes) [y]es / [n]o: "
+Ask = Callable[[str, str], "str | None"]  # (what to show, the question) -> the answer, or None: nobody to ask
 
-def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path) -> Config:
-    """Settings by precedence: flag > environment > .env in the current directory > .env next to agent.py."""
-    env_files = [path for path in (script_dir / ".env", cwd / ".env") if path.is_file()]
-    settings: dict[str, str] = {}
-    sources: dict[str, str] = {}  # variable -> where its value came from, to say so and to check the key's
-    for path in dict.fromkeys(env_files):  # later files win; dotenv_values leaves os.environ alone
-        try:
-            # No ${VAR} expansion: a project's .env must not be able to copy your other secrets into a URL.
-            values = dotenv_values(path, encoding="utf-8", interpolate=False)
-        except (UnicodeDecodeError, OSError) as error:  # PowerShell's `>` writes UTF-16, say
-            raise ConfigError(f"{path} cannot be read as UTF-8 text ({error}); save it as UTF-8.") from None
-        settings.update({name: value for name, value in values.items() if value})
-        sources.update({name: str(path) for name, value in values.items() if value})
-    settings.update({name: value for name, value in environ.items() if name in ENV_VARS.values() and value})
-    sources.update({name: "the environment" for name, value in environ.items() if name in ENV_VARS.values() and value})
-    if args.base_url is not None:
-        sources["OPENAI_BASE_URL"] = "--base-url"
-    project_env = str(cwd / ".env") if cwd.resolve() != script_dir.resolve() else ""
-    check_key_destination(sources, project_env)
-    lowered = sources.get("PLAINAGENT_MODE") == project_env and settings["PLAINAGENT_MODE"].strip() in ("edits", "yes")
-    if lowered and args.mode is None and not args.yes:
-        raise ConfigError(f"PLAINAGENT_MODE={settings['PLAINAGENT_MODE'].strip()} comes from {project_env}: a "
-                          "project's .env may make plainagent ask more, never less. Pass --mode or -y yourself, "
-                          "or set it in the environment.")
-    if sources.get("PLAINAGENT_FETCH_ALLOW") == project_env:  # it lets fetches through unasked
-        raise ConfigError(f"PLAINAGENT_FETCH_ALLOW comes from {project_env}: a project's .env may make plainagent "
-                          "ask more, never less. Set it in the environment or the .env next to agent.py.")
-    config = Config(env_file=env_files[-1] if env_files else cwd / ".env")
+
+def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: Path, ask: Ask | None = None) -> Config:
+    """Settings by precedence: flag > environment > the workspace's .env (once allowed, and only asking more)
+    > the .env next to agent.py. `ask` puts the question whether to allow a project's .env (None: not asked)."""
+    try:
+        workspace = (cwd / args.cwd).resolve()
+    except (OSError, RuntimeError) as error:  # a name too long, a loop of symlinks
+        raise ConfigError(f"-C {args.cwd}: {getattr(error, 'strerror', None) or error}.") from None
+    own_file = script_dir / ".env"
+    own = read_own_env(own_file)
+    environment = {name: value for name, value in environ.items() if name in ENV_VARS.values() and value}
+    keys = [own.get("OPENAI_API_KEY", ""), environment.get("OPENAI_API_KEY", "")]
+    try:
+        config = Config(workspace=workspace, env_file=own_file)
+        sources = {name: str(own_file) for name in own} | {name: "the environment" for name in environment}
+        settings = own | environment
+        if project := find_project_env(workspace, own_file, config.notes):
+            keys.append(project.values.get("OPENAI_API_KEY", ""))
+            flags = {"OPENAI_BASE_URL"} if args.base_url is not None else set()
+            used = project_env.limit(project, own, environment, flags, value_problem)
+            if used and take_project_env(project, config.notes, ask):
+                settings |= used
+                sources |= {name: f"{project.path}, which you allowed" for name in used}
+        config.sources = sources
+        return apply_settings(config, settings, args)
+    except ConfigError as error:  # a key a value was mistaken for, or one pasted into a URL
+        raise ConfigError(hide_keys(str(error), keys)) from None
+
+
+def read_own_env(path: Path) -> dict[str, str]:
+    """The user's own .env (next to agent.py), if there is one."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_env_text(path)[1]
+    except OSError as error:
+        raise ConfigError(f"{path} cannot be read: {error.strerror or error}.") from None
+    except ValueError as error:  # PowerShell's `>` writes UTF-16, say
+        raise ConfigError(f"{path} cannot be read: {error}.") from None
+
+
+def find_project_env(workspace: Path, own_file: Path, notes: list[str]) -> ProjectEnv | None:
+    """The workspace's .env when it sets something plainagent reads and is not the user's own file."""
+    path = workspace / ".env"
+    try:
+        if not path.is_file() or path.resolve() == own_file.resolve():
+            return None
+        return read_project_env(path, set(ENV_VARS.values()))
+    except (OSError, RuntimeError, ValueError) as error:  # a project's file is never a reason to stop
+        notes.append(f"plainagent: not reading {path}: {getattr(error, 'strerror', None) or error}.")
+        return None
+
+
+def take_project_env(project: ProjectEnv, notes: list[str], ask: Ask | None) -> bool:
+    """Whether the user allows the project's .env: allowed before with this content, or now, when asked."""
+    if not project_env.is_allowed(project):
+        shown = "\n".join([f"{project.path} is this project's .env, a file you may not have written. It sets:",
+                           *project_env.describe(project), ""])
+        answer = ask(shown, ALLOW_QUESTION) if ask is not None else None
+        if answer is None:
+            notes.append(f"plainagent: not reading {project.path}: a project's .env is used only once you allow "
+                         "it; start plainagent there at a terminal to be asked.")
+            return False
+        if answer.strip().lower().rstrip(".!") not in ("y", "yes"):
+            notes.append(f"plainagent: not using {project.path}: you did not allow it (you will be asked again).")
+            return False
+        if problem := project_env.allow(project):
+            notes.append(f"plainagent: {project.path} is used, but {problem}.")
+    unused = project_env.not_used(project)
+    notes.append(f"Settings from {project.path} (allowed){': ' + unused if unused else ''}")
+    return True
+
+
+def apply_settings(config: Config, settings: dict[str, str], args: argparse.Namespace) -> Config:
+    """The settings, then the flags over them, into `config`, checked."""
     for name, variable in ENV_VARS.items():
         if variable in settings:
             setattr(config, name, parse_setting(name, variable, settings[variable]))
     for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
-    try:
-        config.workspace = Path(args.cwd).resolve()
-    except (OSError, RuntimeError) as error:  # a name too long, a loop of symlinks
-        raise ConfigError(f"-C {args.cwd}: {getattr(error, 'strerror', None) or error}.") from None
+    if args.base_url is not None:
+        config.sources["OPENAI_BASE_URL"] = "--base-url"
     if args.yes and args.mode not in (None, "yes"):
         raise ConfigError(f"-y is --mode yes, and --mode {args.mode} says otherwise: give one of them.")
     if args.mode is not None and args.mode not in MODES:
@@ -105,17 +158,25 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
     return config
 
 
-def check_key_destination(sources: dict[str, str], project_env: str) -> None:
-    """Refuse to send a key to an endpoint that a project's .env names, unless the key came from there too.
+def value_problem(variable: str, value: str) -> str | None:
+    """Why a value cannot be used at all (for a project's .env, whose bad values are left out), or None."""
+    name = next(name for name, known in ENV_VARS.items() if known == variable)
+    try:
+        parse_setting(name, variable, value)
+        if variable == "OPENAI_BASE_URL":
+            url_problem(value)
+        if variable == "OPENAI_API_KEY":
+            key_problem(value, "")
+    except ConfigError as error:
+        return str(error).rstrip(".")
+    return None
 
-    You run the agent inside projects you did not write: a cloned repository's .env could otherwise point
-    OPENAI_BASE_URL at its author's server, and your key (from the environment, or the .env next to
-    agent.py) would go with the first request.
-    """
-    if sources.get("OPENAI_BASE_URL") == project_env and sources.get("OPENAI_API_KEY", project_env) != project_env:
-        raise ConfigError(f"OPENAI_BASE_URL comes from {project_env}, but OPENAI_API_KEY from "
-                          f"{sources['OPENAI_API_KEY']}: your key is not sent to an endpoint a project's .env names. "
-                          "Put the key in that .env too, or pass --base-url.")
+
+def hide_keys(text: str, keys: list[str]) -> str:
+    """`text` with each of the keys the settings hold blanked, by redaction.py's rule."""
+    for key in keys:
+        text = redact(text, key)
+    return text
 
 
 def parse_setting(name: str, variable: str, value: str):
@@ -161,24 +222,12 @@ def check_config(config: Config) -> None:
     where = f"set it in {config.env_file} (see .env.example) or the environment"
     if not config.model:
         raise ConfigError(f"OPENAI_MODEL is not set: {where}, or pass -m MODEL.")
-    example = "e.g. http://localhost:11434/v1"
-    try:
-        url = urlsplit(config.base_url)
-        url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
-    except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not a valid URL ({error}), {example}.") from None
-    if url.scheme not in ("http", "https") or not url.hostname:
-        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not an http(s) URL with a host, {example}.")
-    if PLACEHOLDER_KEY.fullmatch(config.api_key):
-        if not is_local(config.base_url):
-            raise ConfigError(f"OPENAI_API_KEY is still the example's placeholder: {where} to your real key.")
+    url_problem(config.base_url)
+    if PLACEHOLDER_KEY.fullmatch(config.api_key) and is_local(config.base_url):
         config.api_key = ""  # a local server needs none; the example's line was simply left in
     if not config.api_key and not is_local(config.base_url):
         raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}.")
-    if bad := next((char for char in config.api_key if not char.isascii() or not char.isprintable() or char == " "),
-                   None):  # HTTP headers carry ASCII: a pasted "…" or a space would fail on every request
-        raise ConfigError(f"OPENAI_API_KEY contains {bad!r}, which no API key has; copy the key again from "
-                          f"your provider and {where}.")
+    key_problem(config.api_key, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
     if config.context_tokens < MIN_CONTEXT_TOKENS:
@@ -192,6 +241,31 @@ def check_config(config: Config) -> None:
                                                             else "no such directory."))
     except OSError as error:  # a name too long, say
         raise ConfigError(f"-C {config.workspace}: {error.strerror or error}.") from None
+
+
+def url_problem(base_url: str) -> None:
+    """Raise ConfigError unless the base URL is an http(s) URL with a host (and a port that can be)."""
+    example = "e.g. http://localhost:11434/v1"
+    try:
+        url = urlsplit(base_url)
+        url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
+    except ValueError as error:
+        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL ({error}), {example}.") from None
+    if bad := next((char for char in base_url if char.isspace() or not char.isprintable()), None):
+        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} holds {bad!r}, which no URL has, {example}.")
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not an http(s) URL with a host, {example}.")
+
+
+def key_problem(key: str, where: str) -> None:
+    """Raise ConfigError for a key no provider issues: the example's placeholder, or one pasted badly."""
+    if PLACEHOLDER_KEY.fullmatch(key):
+        fix = f": {where} to your real key" if where else ""
+        raise ConfigError(f"OPENAI_API_KEY is still the example's placeholder{fix}.")
+    if bad := next((char for char in key if not char.isascii() or not char.isprintable() or char == " "), None):
+        # HTTP headers carry ASCII: a pasted "…" or a space would fail on every request
+        raise ConfigError(f"OPENAI_API_KEY contains {bad!r}, which no API key has; copy the key again from your "
+                          f"provider{' and ' + where if where else ''}.")
 
 
 def read_task(prompt: str) -> str:

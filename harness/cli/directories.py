@@ -1,5 +1,6 @@
-"""Where plainagent keeps its own files: the state directory (transcripts, the REPL's history) and the config
-directory (the user's AGENTS.md), after the XDG base directory spec. Never the workspace.
+"""Where plainagent keeps its own files: the state directory (transcripts, the REPL's history, the project
+.env files the user allowed) and the config directory (the user's AGENTS.md), after the XDG base directory
+spec. Never the workspace.
 
 One place reads the spec, so that every file of a kind lands in one directory: two readers that disagreed
 (one taking a relative $XDG_STATE_HOME, the other ignoring it) would put a session's transcript where
@@ -18,6 +19,11 @@ NAME = "plainagent"  # the folder of ours inside each base directory
 def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """$XDG_STATE_HOME/plainagent, else ~/.local/state/plainagent: transcripts and the REPL's history."""
     return base_dir("XDG_STATE_HOME", Path(".local", "state"), environ) / NAME
+
+
+def allowed_env_record(environ: Mapping[str, str] | None = None) -> Path:
+    """The project .env files the user allowed, by path and content hash (cli/project_env.py)."""
+    return state_dir(environ) / "allowed-env"
 
 
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:

@@ -6,8 +6,9 @@ A reply's tool calls are not echoed: from the first line that calls a tool the r
 back, and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Which line calls one is the
 parser's answer (`toolcalls.opens_call`), never a copy of its grammar, so what is hidden is what runs.
 Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown dimmed, and only on a
-terminal. Everything shown was written by the model, so it goes through `escape` like every other untrusted
-text: no escape sequence reaches the screen.
+terminal. Everything shown was written by the model, so it goes through `escape` like every other outside
+text: no escape sequence reaches the screen, and neither does the API key (a server can echo it back), not even
+split between two pieces of the stream: a piece's end that could start the key waits for the next piece.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import time
 from collections.abc import Callable, Collection
 from typing import TextIO
 
+from harness.cli import terminal
 from harness.cli.terminal import can_draw, escape
 from harness.parser.toolcalls import opens_call
+from harness.sandbox.redaction import Redactor
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -64,7 +67,9 @@ class LiveReply:
         self.line_is_text = False  # the current line is known not to be a tool line
         self.hiding = False  # a tool line came: the rest of the reply is not shown
         self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
+        self.after_think = False  # a <think> block just ended: the line breaks after it are not the reply's
         self.shown = ""  # the reply's text shown so far, without reasoning
+        self.unseen = Redactor(terminal.secret)  # what may be the start of the key, held until the next piece
 
     def show(self, kind: str, text: str) -> None:
         """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
@@ -81,6 +86,9 @@ class LiveReply:
             return
         if self.thinking is not False:
             text = self.take_think(text)
+        if self.after_think:  # "</think>" and the "\n" after it may come in two pieces
+            text = text.lstrip("\n")
+            self.after_think = not text
         self.take_text(text)
 
     def finish(self) -> None:
@@ -122,7 +130,7 @@ class LiveReply:
         if (end := pending.find(THINK_CLOSE)) >= 0:
             if self.reasoning_shown:
                 self.write(pending[:end], dim=True)
-            self.thinking, self.line = False, ""
+            self.thinking, self.line, self.after_think = False, "", True
             return pending[end + len(THINK_CLOSE):].lstrip("\n")
         keep = next((n for n in range(len(THINK_CLOSE) - 1, 0, -1) if pending.endswith(THINK_CLOSE[:n])), 0)
         if self.reasoning_shown:
@@ -159,6 +167,11 @@ class LiveReply:
         self.write(text)
 
     def write(self, text: str, dim: bool = False) -> None:
+        if dim != self.in_reasoning:  # what was held back belongs to the kind of text before
+            self.put(self.unseen.flush(), self.in_reasoning)
+        self.put(self.unseen.feed(text), dim)
+
+    def put(self, text: str, dim: bool) -> None:
         if not text:
             return
         if self.in_reasoning and not dim:  # from thinking to the reply: dimming off, and a line of its own
@@ -173,6 +186,7 @@ class LiveReply:
         self.at_line_start = text.endswith("\n")
 
     def end_line(self) -> None:
+        self.put(self.unseen.flush(), self.in_reasoning)
         if self.in_reasoning and self.colour:
             self.output.write(UNDIM)
             self.in_reasoning = False
@@ -230,8 +244,9 @@ class Spinner:
 
 
 def describe_args(args: dict) -> str:
-    """A call's arguments on one short line, for the activity log."""
-    text = ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items())
+    """A call's arguments on one short line, for the activity log: cut once escaped, so that a run of invisible
+    characters (each shown as six, `\\u200b`) cannot make it a screenful."""
+    text = escape(", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in args.items()))
     return text if len(text) <= 100 else text[:97] + "..."
 
 

@@ -1,13 +1,13 @@
-"""The terminal front end: the REPL's prompt, and the question asked before each write or command.
+"""The terminal: how outside text is shown on it, and the question asked before each write or command.
 
-At the prompt: line editing and a history kept across runs (in the user's state directory, never in the
-workspace), a pasted block of lines taken as one task, and a line ending in a backslash going on on the next.
-
-Everything shown for approval was written by the model, so it is shown as data, never as instructions to the
-terminal: a carriage return, an escape sequence or a bidi override in a command could otherwise redraw the
-line and show the user something other than what will run. The question is asked on the terminal itself
-(/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was typed before it,
-so a key pressed while the model was still working never answers a question the user has not seen.
+`escape` is the one way text from outside (the model's, a server's, a file's, a path, a configuration value)
+reaches the screen: every control and invisible character written as an escape, and the API key blanked wherever
+it appears. Everything shown for approval was written by the model, so it is shown as data, never as
+instructions to the terminal: a carriage return, an escape sequence or a bidi override in a command could
+otherwise redraw the line and show the user something other than what will run. The question is asked on the
+terminal itself (/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was
+typed before it, so a key pressed while the model was still working never answers a question the user has not
+seen.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.cli.directories import state_dir
+from harness.sandbox.redaction import is_secret_key, redact
 
 try:
     import fcntl
@@ -28,15 +28,13 @@ try:
 except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
     termios = None
 
-PASTE_WAIT = 0.03  # seconds: lines arriving this soon after the one before were pasted with it, not typed
-HISTORY_LENGTH = 1000  # tasks kept in the history file
 PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
 PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
 NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
                "The user can run plainagent with --yes to allow writes and commands.")
 
 
-# --- showing untrusted text ---
+# --- showing outside text ---
 
 NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Letters that draw nothing at all, so a line could hide text behind them; everything else that draws nothing
@@ -44,17 +42,41 @@ NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
+secret = ""  # the API key, blanked from all that is shown: agent.main hands it over (hide_key) once it is known
+
+
+def hide_key(key: str) -> None:
+    """From now on, `escape` and `for_output` blank `key` wherever it appears (if it is long enough to be one)."""
+    global secret
+    secret = key
+
+
+def without_key(text: str) -> str:
+    """`text` with the API key blanked, spelt plainly or as JSON spells it (a call's arguments are shown as JSON)."""
+    if not is_secret_key(secret):
+        return text
+    return redact(redact(text, secret), json.dumps(secret)[1:-1])
+
+
 def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:
-    """The text with every character that could move the cursor, recolour or hide text written as an escape.
+    """The text with the API key blanked and every character that could move the cursor, recolour or hide
+    text written as an escape.
 
     A character stays as it is if Python calls it printable (the plain space included) or it is in `keep`;
     the rest become \\r, \\t, \\x1b, \\u202e and so on, passed through `mark` (e.g. to show them reversed).
     e.g. escape("ls #\\r\\x1b[2K$ pwd") == "ls #\\\\r\\\\x1b[2K$ pwd"
     """
+    text = without_key(text)
     if text.isprintable() and not BLANK_LETTERS.intersection(text):  # the common case, at C speed
         return text
     return "".join(char if (char.isprintable() and char not in BLANK_LETTERS) or char in keep
                    else mark(describe_char(char)) for char in text)
+
+
+def for_output(text: str, stream) -> str:
+    """An answer as printed on `stream`: escaped on a terminal; on a pipe exactly as written (a script gets
+    the model's bytes), but never the key."""
+    return escape(text, keep="\n\t") if stream.isatty() else without_key(text)
 
 
 def describe_char(char: str) -> str:
@@ -81,15 +103,14 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     """
     verb, _, path = title.partition(" ")
     if kind == "command":
-        command = preview.rstrip("\n")  # trailing line breaks change nothing that runs
-        n_lines = command.count("\n") + 1
+        lines = preview.rstrip("\n").split("\n")  # trailing line breaks change nothing that runs
         where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
-        header = f"Run{where}{f' ({n_lines:,} lines)' if n_lines > 1 else ''}:"
-        body = collapse_blanks(escape(command, keep="\n", mark=mark), mark)  # a tab is escaped: shown exactly
-        first = collapse_blanks(escape(command.removeprefix("$ ").lstrip("\n").split("\n", 1)[0], mark=mark), mark)
-        gist = (first[:60] + " …" if len(first) > 60 else first) + (f", {n_lines:,} lines" if n_lines > 1 else "")
+        header = f"Run{where}{f' ({len(lines):,} lines)' if len(lines) > 1 else ''}:"
+        bare = [lines[0].removeprefix("$ "), *lines[1:]]  # the tools show a command after "$ "
+        first = next((line for line in bare if not draws_nothing(line)), bare[0])
+        gist = show_line(first, mark) + (f", {len(lines):,} lines" if len(lines) > 1 else "")
         question = f"Allow this command ({gist})? [y]es / [n]o (or type a reason) / [a]lways: "
-        return f"\n{header}\n{body}\n\n", question
+        return f"\n{header}\n{show_command(lines, mark)}\n\n", question
     elif verb == "create":
         lines = preview.split("\n") if preview else []
         if preview.endswith("\n"):
@@ -107,10 +128,55 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
 
 
-def collapse_blanks(text: str, mark: Callable[[str], str]) -> str:
-    """Long runs of spaces and of blank lines counted, not shown: they could push what runs out of sight."""
-    text = re.sub(r" {8,}", lambda run: mark(f"[{len(run.group()):,} spaces]"), text)
-    return re.sub(r"\n{3,}", lambda run: f"\n{mark(f'[{len(run.group()) - 1:,} blank lines]')}\n", text)
+def show_command(lines: list[str], mark: Callable[[str], str]) -> str:
+    """A command's lines as shown for approval: every character visible, and what draws nothing counted, not
+    shown. Two or more lines in a row that draw nothing (empty, spaces of any width, tabs, invisible
+    characters) become one line saying how many there were; otherwise they could scroll what runs out of sight."""
+    shown: list[str] = []
+    for start, end in line_runs(lines):
+        run = lines[start:end]
+        if end - start < 2 or not draws_nothing(run[0]):
+            shown += [show_line(line, mark) for line in run]
+        elif all(not line.strip(" ") for line in run):
+            shown.append(mark(f"[{end - start:,} blank lines]"))
+        else:
+            shown.append(mark(f"[{end - start:,} lines of only whitespace or invisible characters]"))
+    return "\n".join(shown)
+
+
+def line_runs(lines: list[str]) -> list[tuple[int, int]]:
+    """(start, end) of each run of lines that all draw nothing, and of each other line on its own."""
+    runs, start = [], 0
+    while start < len(lines):
+        end = start + 1
+        while draws_nothing(lines[start]) and end < len(lines) and draws_nothing(lines[end]):
+            end += 1
+        runs.append((start, end))
+        start = end
+    return runs
+
+
+def draws_nothing(line: str) -> bool:
+    """True for a line a terminal would show as blank: only whitespace and characters that draw nothing."""
+    return all(char.isspace() or not char.isprintable() or char in BLANK_LETTERS for char in line)
+
+
+REPEATED = re.compile(r"(?s)(.)\1{7,}")  # a character eight times or more in a row
+
+
+def show_line(line: str, mark: Callable[[str], str]) -> str:
+    """One line escaped, with each long run of a space, of a character that draws nothing or of a combining
+    mark counted: 2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen,
+    and a pile of accents drawn over one letter spill onto the lines around it."""
+    shown, done = [], 0
+    for run in REPEATED.finditer(line):
+        char = run.group(1)
+        if char != " " and escape(char) == char and not unicodedata.combining(char):  # "========" draws itself
+            continue
+        what = "spaces" if char == " " else f"× {describe_char(char)}"
+        shown += [escape(line[done:run.start()], mark=mark), mark(f"[{len(run.group()):,} {what}]")]
+        done = run.end()
+    return "".join(shown) + escape(line[done:], mark=mark)
 
 
 def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
@@ -184,6 +250,19 @@ class TerminalConfirm:
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always") else refusal
+
+
+def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
+    """Show `text` (escaped) and ask `question` on the terminal, once what was typed before it is discarded;
+    the answer, or None when nobody can be asked (stdin is not a terminal). Ctrl-D answers ""."""
+    stdin = stdin or sys.stdin
+    if not stdin.isatty():
+        return None
+    with Terminal.open(stdin, terminal) as screen:
+        screen.write(escape(text, keep="\n", mark=screen.mark))
+        screen.discard_typed_ahead()
+        screen.write(question)
+        return screen.read_answer() or ""
 
 
 # --- the terminal ---
@@ -262,139 +341,3 @@ class Terminal:
                 break
             data += chunk
         return data.decode("utf-8", errors="replace")
-
-
-# --- the REPL's prompt ---
-
-
-class TaskReader:
-    """Reads the user's tasks at the REPL prompt.
-
-    Ctrl-C clears a half-typed line; at an empty prompt it says how to leave, and a second Ctrl-C in a row
-    leaves (as do Ctrl-D, exit and quit), so one stray key never ends a session and loses its conversation.
-    """
-
-    def __init__(self, stdin=None, history: Path | None = None):
-        self.stdin = stdin or sys.stdin
-        self.interactive = self.stdin.isatty()
-        self.prompt = "> " if self.interactive else ""  # piped tasks get no prompt, so stdout holds only answers
-        self.readline = load_readline() if self.interactive else None
-        self.history = history or state_dir() / "history"
-        self.warned = False  # the last key at the prompt was a Ctrl-C on an empty line
-        if self.readline:
-            self.load_history()
-
-    def read(self) -> str | None:
-        """The next task, or None when the user leaves. When stdin is not a terminal, Ctrl-C raises
-        KeyboardInterrupt: a script being fed in is stopped, as any pipeline would be."""
-        while True:
-            try:
-                task = self.read_task().strip()
-            except EOFError:
-                self.end_line()  # before the shell's prompt
-                return None
-            except KeyboardInterrupt:
-                if not self.interactive:
-                    raise
-                if self.leave_after_interrupt():
-                    return None
-                continue
-            self.warned = False
-            if task in ("exit", "quit"):
-                return None
-            if task:
-                return task
-
-    def read_task(self) -> str:
-        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto.
-
-        Lines typed while the last task ran are waiting before the prompt even shows: each is a task of its
-        own, not a paste (a paste arrives all at once, after the prompt).
-        """
-        typed_ahead = self.interactive and self.more_pasted(wait=0)
-        lines = [input(self.prompt)]
-        while True:
-            try:
-                if lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
-                    lines[-1] = lines[-1][:-1]
-                    lines.append(input("... " if self.interactive else ""))
-                elif self.interactive and not typed_ahead and self.more_pasted():
-                    lines.append(input(""))
-                else:
-                    break
-            except EOFError:  # the end of the input after a trailing backslash: the task is what came
-                break
-        self.remember(lines)
-        return "\n".join(lines)
-
-    def remember(self, lines: list[str]) -> None:
-        """One history entry for the whole task, so Up brings back a pasted block whole, not its last line."""
-        if self.readline and len(lines) > 1:
-            added = min(sum(1 for line in lines if line), self.readline.get_current_history_length())
-            for _ in range(added):  # input() added each non-empty line as an entry of its own
-                self.readline.remove_history_item(self.readline.get_current_history_length() - 1)
-            self.readline.add_history("\n".join(lines))
-        self.save_history()
-
-    def more_pasted(self, wait: float = PASTE_WAIT) -> bool:
-        """True if another line is already waiting: it came in one paste with the line just read."""
-        try:
-            return bool(select.select([self.stdin], [], [], wait)[0])
-        except (OSError, ValueError):  # no file descriptor to wait on
-            return False
-
-    def load_history(self) -> None:
-        """The earlier runs' tasks, one JSON string a line: readline's own file would split a pasted block
-        into its lines again. (A line that is not JSON, from an older file, is taken as it is.)"""
-        self.readline.set_history_length(HISTORY_LENGTH)
-        try:
-            lines = self.history.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:  # none yet, or unreadable: start with an empty one
-            return
-        for line in lines[-HISTORY_LENGTH:]:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                entry = line
-            if isinstance(entry, str) and entry:
-                self.readline.add_history(entry)
-
-    def save_history(self) -> None:
-        """Write the history file (the user's only: tasks can hold anything), so the next run has it."""
-        if not self.readline:
-            return
-        n_entries = self.readline.get_current_history_length()
-        entries = [self.readline.get_history_item(index) for index in range(1, n_entries + 1)]
-        text = "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in entries[-HISTORY_LENGTH:] if entry)
-        try:
-            self.history.parent.mkdir(parents=True, exist_ok=True)
-            self.history.touch(mode=0o600)
-            self.history.write_text(text, encoding="utf-8")
-        except OSError:  # a read-only home: history is a convenience, never a reason to fail
-            pass
-
-    def leave_after_interrupt(self) -> bool:
-        half_typed = self.readline.get_line_buffer().strip() if self.readline else ""
-        self.end_line()  # the prompt's line stays as it was; a fresh prompt follows
-        if half_typed:
-            self.warned = False
-            return False
-        if self.warned:
-            return True
-        self.warned = True
-        self.end_line("(press Ctrl-C again or Ctrl-D to leave)")
-        return False
-
-    def end_line(self, text: str = "") -> None:
-        """Finish the prompt's line where the prompt is (stdout), even when stderr goes to a log."""
-        if self.interactive:
-            print(text, flush=True)
-
-
-def load_readline():
-    """The readline module, which gives input() line editing and history, where the platform has it."""
-    try:
-        import readline
-    except ImportError:
-        return None
-    return readline

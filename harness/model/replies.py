@@ -102,15 +102,29 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     # back in the next request. It becomes U+FFFD, as undecodable bytes do.
     text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     finish_reason = choice.get("finish_reason")
-    tool_calls = message.get("tool_calls") if isinstance(message.get("tool_calls"), list) else []
     return Reply(
         text=text,
-        native_calls=[str((call.get("function") or {}).get("name") or "?") if isinstance(call, dict) else "?"
-                      for call in tool_calls],
+        native_calls=[native_call_name(call) or "?" for call in native_calls(message.get("tool_calls"))],
         # Metadata, not the reply: one in a shape we cannot read tells as much as none.
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=token_counts(data.get("usage")),
     )
+
+
+def native_calls(tool_calls) -> list:
+    """The entries of a message's (or a delta's) native `tool_calls`, whatever shape the server gave it: a list,
+    one call on its own, or nothing."""
+    if isinstance(tool_calls, list):
+        return tool_calls
+    return [tool_calls] if tool_calls else []
+
+
+def native_call_name(call) -> str | None:
+    """The function name one native tool call gives, or None when its shape names none (any shape is possible:
+    `{"function": "read_file"}`, a string, null), so that reading it can never fail."""
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return snippet(name, limit=100) or None if isinstance(name, str) else None
 
 
 def unreadable(url: str, where: str, value, expected: str, response: requests.Response) -> ChatError:

@@ -20,6 +20,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from harness.model.replies import native_call_name, native_calls
+
 
 class StreamCut(Exception):
     """The stream ended before the reply was complete (no [DONE], no finish_reason): it must be asked again."""
@@ -141,9 +143,8 @@ def take_event(event: Event, streamed: Streamed, on_delta: Callable[[str, str], 
         if piece:
             (streamed.text if kind == "text" else streamed.reasoning).append(piece)
             on_delta(kind, piece)
-    for call in delta.get("tool_calls") or []:  # only the name matters: we say we never asked for them
-        name = (call.get("function") or {}).get("name") if isinstance(call, dict) else None
-        if isinstance(name, str) and name:
+    for call in native_calls(delta.get("tool_calls")):  # only the name matters: we say we never asked for them
+        if name := native_call_name(call):  # in a call's first delta; the later ones carry its arguments
             streamed.native_calls.append(name)
     if isinstance(choice.get("finish_reason"), str):
         streamed.finish_reason = choice["finish_reason"]

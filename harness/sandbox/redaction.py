@@ -48,3 +48,40 @@ def redact(text: str, key: str, *, cut_before: bool = False, cut_after: bool = F
 def leaks(text: str, key: str) -> bool:
     """Whether `text` holds the API key, by the same rule (a command's environment variable, for instance)."""
     return is_secret_key(key) and key in text
+
+
+class Redactor:
+    """The key blanked from a text that arrives in pieces (a streamed reply), where it may be split between two:
+    the end of a piece that could be the start of the key is held back until the next piece shows whether it is.
+
+    >>> pieces = Redactor("sk-proj-0123456789abcdef")
+    >>> pieces.feed("key: sk-pr") + pieces.feed("oj-0123456789abcdef.") + pieces.flush()
+    'key: [REDACTED].'
+    """
+
+    def __init__(self, key: str):
+        self.key = key if is_secret_key(key) else ""
+        self.held = ""  # the end of what came so far that could be the start of the key
+        self.cut = False  # the last flush blanked a start of the key: the next text may begin with its rest
+
+    def feed(self, piece: str) -> str:
+        """What of the text so far can be shown: all of it but a possible start of the key, redacted."""
+        if not self.key:
+            return piece
+        text = (self.held + piece).replace(self.key, REDACTED)
+        if self.cut and text:
+            text, self.cut = redact(text, self.key, cut_before=True), False
+        keep = next((size for size in range(min(len(self.key) - 1, len(text)), 0, -1)
+                     if text.endswith(self.key[:size])), 0)
+        self.held = text[len(text) - keep:]
+        return text[:len(text) - keep]
+
+    def flush(self) -> str:
+        """The text held back, now that no more of this kind is coming: a piece of the key at the end is blanked
+        too, and then a piece of it at the start of what comes next (a reply's reasoning, then its text)."""
+        held, self.held = self.held, ""
+        if not self.key:
+            return held
+        shown = redact(held, self.key, cut_after=True)
+        self.cut = shown != held
+        return shown

@@ -1,0 +1,203 @@
+"""A project's .env: a file the user may not have written, read only once they allow it, and even then only
+able to make plainagent ask more.
+
+You run the agent inside projects you cloned. A .env in one could otherwise replace your deny rules, lower
+the mode below yours, pair your endpoint with its author's key (your tasks and files in their account) or
+your key with their endpoint, and raise the limits you pay for. So, as with `direnv allow` and `mise trust`,
+the workspace's .env is read only once you have allowed that file — remembered by its path and the hash of
+its content in the state directory, so a changed file is asked about again — and what it may set is bounded:
+
+  OPENAI_BASE_URL   its own endpoint, with its own key (or none, for a local server) and its model; never
+                    with your key, and not over an endpoint you named yourself (--base-url, the environment)
+  OPENAI_API_KEY, OPENAI_MODEL   only beside its own OPENAI_BASE_URL: never sent to your endpoint
+  PLAINAGENT_MODE   only a mode that asks at least as much as yours
+  PLAINAGENT_DENY   added to your rules, never replacing them
+  PLAINAGENT_MAX_STEPS, PLAINAGENT_CONTEXT_TOKENS   no higher than yours (as given with its own endpoint)
+  PLAINAGENT_STOP, PLAINAGENT_STREAM   as given, below the environment
+
+A value it sets that cannot be used (not a mode, say) is left out with the reason, never a reason to stop.
+`config.load_config` calls `read_project_env` and `limit`; the verdicts go into the banner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+from harness.cli.directories import allowed_env_record
+from harness.model.hosts import is_local
+
+KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
+MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
+ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
+FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch offered; hosts fetched unasked
+LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
+DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
+MAX_BYTES = 1_000_000  # a .env is a few lines; a bigger file is no .env (and would be read into memory)
+ASKS = {"yes": 0, "edits": 1, "ask": 2, "read-only": 3}  # how much each mode asks, least first
+
+
+@dataclass
+class ProjectEnv:
+    path: Path  # the workspace's .env
+    digest: str  # sha256 of the bytes read, which are the bytes parsed
+    values: dict[str, str]  # its settings that plainagent reads, non-empty ones only
+    verdicts: dict[str, str] = field(default_factory=dict)  # variable -> why it is not used ("" when it is)
+
+
+def read_env_text(path: Path) -> tuple[bytes, dict[str, str]]:
+    """A .env file's bytes and its non-empty values. No ${VAR} expansion: a project's .env must not be able to
+    copy your other secrets into a URL. Raises OSError, or ValueError for what is no .env: not a regular file
+    (a FIFO would block for ever), larger than MAX_BYTES, or not UTF-8 (PowerShell's `>` writes UTF-16)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("it is not a regular file")
+        data = file.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"it is larger than {MAX_BYTES:,} bytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"it is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
+    values = dotenv_values(stream=io.StringIO(text), interpolate=False)
+    return data, {name: value for name, value in values.items() if value}
+
+
+def read_project_env(path: Path, variables: set[str]) -> ProjectEnv | None:
+    """The workspace's .env, if it sets any of `variables` (a project's .env is mostly the app's own
+    settings: one that sets nothing of ours is not asked about). Raises OSError or ValueError."""
+    data, values = read_env_text(path)
+    values = {name: value for name, value in values.items() if name in variables}
+    return ProjectEnv(path, hashlib.sha256(data).hexdigest(), values) if values else None
+
+
+# --- what it may set ---
+
+
+def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str], flags: set[str],
+          check: Callable[[str, str], str | None]) -> dict[str, str]:
+    """The settings of `project` that may be used over the user's own (`own`, their .env; `environment`;
+    `flags`, the variables they set on the command line), each variable's verdict in `project.verdicts`.
+    `check(variable, value)` says why a value cannot be used at all, or None."""
+    verdicts = project.verdicts
+    for variable, value in project.values.items():
+        if problem := check(variable, value):
+            verdicts[variable] = f"not used: {problem}"
+    usable = {variable: value for variable, value in project.values.items() if variable not in verdicts}
+    used = take_endpoint(usable, environment, flags, verdicts)
+    if MODE in usable and MODE not in environment:  # the environment wins over any .env
+        yours = own.get(MODE, "ask").strip()
+        if ASKS.get(usable[MODE].strip(), 0) >= ASKS.get(yours, 0):
+            used[MODE] = usable[MODE]
+        else:
+            verdicts[MODE] = f"not used: it asks less than your mode, {yours}"
+    if DENY in usable:
+        used[DENY] = "; ".join(rules for rules in ((own | environment).get(DENY, ""), usable[DENY]) if rules.strip())
+        verdicts[DENY] = "added to your rules"
+    for variable in (*LIMITS, "PLAINAGENT_STOP", "PLAINAGENT_STREAM"):
+        if variable not in usable or variable in environment:
+            continue
+        yours = as_number(own.get(variable, "")) or DEFAULT_LIMITS.get(variable)  # yours unreadable: its own error
+        if variable in LIMITS and BASE_URL not in used and int(usable[variable]) > yours:
+            verdicts[variable] = f"not used: it is more than yours, {yours:,} (you pay for them)"
+        else:
+            used[variable] = usable[variable]
+    if FETCH_ALLOW in usable:  # hosts fetched without a question, private ones too: never a project's to grant
+        verdicts[FETCH_ALLOW] = "not used: a project's .env may make plainagent ask more, never less"
+    if FETCH in usable and FETCH not in environment:  # it may turn web_fetch off, never on over your off
+        turns_off = usable[FETCH].strip().lower() in ("off", "0", "false", "no")
+        if turns_off or own.get(FETCH, "on").strip().lower() not in ("off", "0", "false", "no"):
+            used[FETCH] = usable[FETCH]
+        else:
+            verdicts[FETCH] = "not used: you turned web_fetch off"
+    for variable in project.values:
+        verdicts.setdefault(variable, "" if variable in used else "not used: the environment sets it")
+    return used
+
+
+def take_endpoint(usable: dict[str, str], environment: dict[str, str], flags: set[str],
+                  verdicts: dict[str, str]) -> dict[str, str]:
+    """The project's own endpoint, key and model, taken together or not at all: never your key with its
+    endpoint, never its key or model with yours, never over an endpoint you named."""
+    named = "--base-url" if BASE_URL in flags else "OPENAI_BASE_URL in the environment" \
+        if BASE_URL in environment else ""
+    if BASE_URL not in usable:
+        reason = "it is taken only with its own OPENAI_BASE_URL, never with your endpoint"
+    elif named:
+        reason = f"you named the endpoint yourself ({named})"
+    elif KEY not in usable and not is_local(usable[BASE_URL]):
+        reason = "it names an endpoint without a key of its own, and your key is not sent to it"
+    else:
+        whose = "its own" if KEY in usable else "no"
+        verdicts[BASE_URL] = f"used: your tasks and files would go there, with {whose} key"
+        return {BASE_URL: usable[BASE_URL], KEY: usable.get(KEY, ""),  # no key of its own: none is sent
+                **({MODEL: usable[MODEL]} if MODEL in usable else {})}
+    verdicts.update({variable: f"not used: {reason}" for variable in ENDPOINT if variable in usable})
+    return {}
+
+
+def as_number(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def describe(project: ProjectEnv) -> list[str]:
+    """The file's settings, one line each, with what becomes of each: what the user is asked to allow."""
+    lines = []
+    for variable, value in project.values.items():
+        shown = f"(a key of {len(value)} characters)" if variable == KEY else value
+        verdict = project.verdicts.get(variable, "")
+        lines.append(f"  {variable}={shown}" + (f"  ({verdict})" if verdict else ""))
+    return lines
+
+
+def not_used(project: ProjectEnv) -> str:
+    """'PLAINAGENT_MODE not used: …; …' for the banner, or ""."""
+    return "; ".join(f"{variable} {verdict}" for variable, verdict in project.verdicts.items()
+                     if verdict.startswith("not used"))
+
+
+# --- allowing it: remembered by path and content ---
+
+
+def is_allowed(project: ProjectEnv) -> bool:
+    """True if the user allowed this file with this content (a changed file is asked about again)."""
+    try:
+        lines = allowed_env_record().read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    wanted = {"path": str(project.path), "sha256": project.digest}
+    for line in lines:
+        try:
+            if json.loads(line) == wanted:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def allow(project: ProjectEnv) -> str | None:
+    """Remember that the user allowed this file with this content; the reason it could not be, or None."""
+    record = allowed_env_record()
+    line = json.dumps({"path": str(project.path), "sha256": project.digest}, ensure_ascii=False) + "\n"
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode("utf-8", errors="surrogateescape"))
+        finally:
+            os.close(fd)
+    except OSError as error:
+        return f"it could not be remembered ({error.strerror or error}), so you will be asked again"
+    return None

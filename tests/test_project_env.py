@@ -1,0 +1,276 @@
+"""A project's .env (the workspace's, not the one beside agent.py) is a file you may not have written: it is read
+only once you allow it, remembered by path and content, and even then it can only ask more of plainagent."""
+
+import json
+import os
+
+import pytest
+from test_agent import args
+
+from agent import main
+from harness.cli.commands import describe_start
+from harness.cli.config import ConfigError, load_config
+from harness.cli.directories import allowed_env_record
+from harness.cli.project_env import read_env_text
+from harness.sandbox.guard import parse_rules
+
+USER_KEY = "sk-users-own-key-0123456789"
+PROJECT_KEY = "sk-project-key-9876543210"
+OWN = f"OPENAI_API_KEY={USER_KEY}\nOPENAI_MODEL=gpt-4o\nPLAINAGENT_MODE=read-only\nPLAINAGENT_DENY=terraform destroy\n"
+
+
+@pytest.fixture
+def install(tmp_path):
+    """Where agent.py and the user's own .env are."""
+    (tmp_path / "install").mkdir()
+    (tmp_path / "install" / ".env").write_text(OWN)
+    return tmp_path / "install"
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "project").mkdir()
+    return tmp_path / "project"
+
+
+class Asker:
+    """Stands in for the question at the terminal: answers `answer`, and keeps what it was shown."""
+
+    def __init__(self, answer: str | None = "y"):
+        self.answer = answer
+        self.shown: list[str] = []
+
+    def __call__(self, text: str, question: str) -> str | None:
+        self.shown.append(text + question)
+        return self.answer
+
+
+def load(install, project, text: str | None = None, environ=None, ask=None, **flags):
+    """The configuration of a run in `project` (with -C, so the workspace is not the current directory)."""
+    if text is not None:
+        (project / ".env").write_text(text)
+    return load_config(args(cwd=str(project), **flags), environ or {}, install.parent, install, ask or Asker())
+
+
+# --- allowed once, by path and content ---
+
+
+def test_an_unallowed_projects_dotenv_is_not_read_and_one_line_names_it(install, project):
+    (project / ".env").write_text("PLAINAGENT_MODE=read-only\nPLAINAGENT_DENY=npm publish\n")
+    config = load_config(args(cwd=str(project)), {}, install.parent, install, None)  # nobody to ask
+    assert (config.mode, config.model, config.deny) == ("read-only", "gpt-4o", "terraform destroy")
+    assert config.notes == [f"plainagent: not reading {project / '.env'}: a project's .env is used only once you "
+                            "allow it; start plainagent there at a terminal to be asked."]
+
+
+def test_it_is_asked_about_once_and_again_when_it_changes(install, project):
+    asked = Asker("y")
+    config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=npm publish\n", ask=asked)
+    assert asked.shown == [f"{project / '.env'} is this project's .env, a file you may not have written. It sets:\n"
+                           "  OPENAI_API_KEY=(a key of 25 characters)  (not used: it is taken only with its "
+                           "own OPENAI_BASE_URL, never with your endpoint)\n"
+                           "  PLAINAGENT_DENY=npm publish  (added to your rules)\n"
+                           "Use these settings? (remembered until the file changes) [y]es / [n]o: "]
+    assert PROJECT_KEY not in asked.shown[0]
+    assert config.deny == "terraform destroy; npm publish"
+    assert config.notes == [f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used: it is taken only "
+                            "with its own OPENAI_BASE_URL, never with your endpoint"]
+    record = [json.loads(line) for line in allowed_env_record().read_text().splitlines()]
+    assert [entry["path"] for entry in record] == [str(project / ".env")] and len(record[0]["sha256"]) == 64
+
+    asked_again = Asker(None)
+    assert load(install, project, ask=asked_again).deny == "terraform destroy; npm publish"
+    assert asked_again.shown == []  # the same file with the same content: not asked again
+    config = load(install, project, "PLAINAGENT_DENY=npm publish; git push\n", ask=asked_again)
+    assert len(asked_again.shown) == 1 and config.deny == "terraform destroy"  # changed: asked again, nobody answered
+
+
+@pytest.mark.parametrize("answer", ["n", "", "no, never", "a", "yes but only the deny rules"])
+def test_anything_but_yes_leaves_it_unread_and_it_is_asked_again(install, project, answer):
+    asked = Asker(answer)
+    config = load(install, project, "PLAINAGENT_DENY=npm publish\n", ask=asked)
+    assert config.deny == "terraform destroy"
+    assert config.notes == [f"plainagent: not using {project / '.env'}: you did not allow it (you will be asked again)."]
+    load(install, project, ask=asked)
+    assert len(asked.shown) == 2
+
+
+def test_a_dotenv_that_sets_nothing_plainagent_reads_is_not_asked_about(install, project):
+    asked = Asker()
+    config = load(install, project, "DATABASE_URL=postgres://localhost/app\nSECRET_KEY=abc\n", ask=asked)
+    assert asked.shown == [] and config.notes == []
+
+
+def test_a_dotenv_whose_settings_would_all_be_left_out_is_not_asked_about(install, project):
+    asked = Asker()  # the app's own OpenAI key, say: it never goes to your endpoint, so there is nothing to allow
+    config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=gpt-4o-mini\n", ask=asked)
+    assert asked.shown == [] and config.notes == [] and config.api_key == USER_KEY
+
+
+def test_your_own_dotenv_is_never_asked_about(install, project):
+    asked = Asker(None)
+    (project / ".env").symlink_to(install / ".env")
+    assert load(install, project, ask=asked).mode == "read-only"
+    assert load_config(args(), {}, install, install, asked).mode == "read-only"  # run from the install itself
+    assert asked.shown == []
+
+
+def test_a_projects_dotenv_that_cannot_be_read_is_a_line_not_an_error(install, project):
+    (project / ".env").write_bytes("PLAINAGENT_MODE=yes\n".encode("utf-16"))
+    config = load(install, project)
+    assert config.notes == [f"plainagent: not reading {project / '.env'}: it is not UTF-8 text (byte 0); save it as UTF-8."]
+    assert config.mode == "read-only"
+    (project / ".env").write_text("PLAINAGENT_DENY=npm publish\n" + "#" * 1_000_000)
+    assert load(install, project).notes == [f"plainagent: not reading {project / '.env'}: it is larger than 1,000,000 bytes."]
+
+
+def test_a_fifo_in_place_of_a_dotenv_is_never_waited_on(install, project):
+    os.mkfifo(project / ".env")
+    assert load(install, project).notes == []  # not a file: no .env
+    with pytest.raises(ValueError, match="it is not a regular file"):  # swapped in after that check: not read either
+        read_env_text(project / ".env")
+
+
+# --- once allowed, it can only ask more ---
+
+
+def test_its_deny_rules_are_added_to_yours_never_replace_them(install, project):
+    config = load(install, project, "PLAINAGENT_DENY=npm publish\n")
+    assert config.deny == "terraform destroy; npm publish"
+    assert [rule.name for rule in parse_rules(config.deny)] == ['the PLAINAGENT_DENY rule "terraform destroy"',
+                                                                'the PLAINAGENT_DENY rule "npm publish"']
+    config = load(install, project, environ={"PLAINAGENT_DENY": "kubectl delete"})
+    assert config.deny == "kubectl delete; npm publish"  # the environment's rules, and the project's
+
+
+@pytest.mark.parametrize("mode", ["ask", "edits", "yes"])
+def test_it_never_lowers_your_mode(install, project, mode):
+    config = load(install, project, f"PLAINAGENT_MODE={mode}\nPLAINAGENT_DENY=npm publish\n")
+    assert config.mode == "read-only"
+    assert config.notes == [f"Settings from {project / '.env'} (allowed): PLAINAGENT_MODE not used: it asks less than "
+                            "your mode, read-only"]
+    (install / ".env").write_text(OWN.replace("PLAINAGENT_MODE=read-only\n", ""))  # yours: the default, ask
+    assert load(install, project).mode == "ask"
+    assert load(install, project, "PLAINAGENT_MODE=read-only\n").mode == "read-only"  # asking more is fine
+    assert load(install, project, mode="yes").mode == "yes"  # your own flag is yours
+
+
+def test_its_key_model_and_limits_never_go_to_your_endpoint(install, project):
+    config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=o1-pro\nPLAINAGENT_MAX_STEPS=500\n"
+                                    "PLAINAGENT_CONTEXT_TOKENS=1000000\nPLAINAGENT_DENY=npm publish\n")
+    assert (config.api_key, config.base_url, config.model) == (USER_KEY, "https://api.openai.com/v1", "gpt-4o")
+    assert (config.max_steps, config.context_tokens) == (30, 32_000)
+    assert config.notes[0].count("not used") == 4
+    config = load(install, project, "PLAINAGENT_MAX_STEPS=5\nPLAINAGENT_CONTEXT_TOKENS=8000\n")
+    assert (config.max_steps, config.context_tokens) == (5, 8000)  # lower limits cost you less: used
+
+
+@pytest.mark.parametrize("environ", [{}, {"OPENAI_API_KEY": USER_KEY}])
+def test_your_key_never_goes_to_its_endpoint(install, project, environ):
+    asked = Asker()
+    config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nOPENAI_MODEL=m\n", environ, asked)
+    assert (config.base_url, config.api_key, config.model) == ("https://api.openai.com/v1", USER_KEY, "gpt-4o")
+    assert asked.shown == [] and config.notes == []  # nothing in it could be used: nothing to allow
+    config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nPLAINAGENT_DENY=npm publish\n", environ)
+    assert (config.base_url, config.api_key) == ("https://api.openai.com/v1", USER_KEY)
+    assert "OPENAI_BASE_URL not used: it names an endpoint without a key of its own, and your key is not sent to it" \
+        in config.notes[0]
+
+
+def test_its_own_endpoint_key_and_model_go_together(install, project):
+    text = f"OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=theirs\n" \
+           "PLAINAGENT_MAX_STEPS=100\n"
+    asked = Asker()
+    config = load(install, project, text, {"OPENAI_API_KEY": USER_KEY, "OPENAI_MODEL": "env-model"}, asked)
+    assert "  OPENAI_BASE_URL=https://other.example/v1  (used: your tasks and files would go there, with its own key)\n" \
+        in asked.shown[0]
+    assert (config.base_url, config.api_key, config.model, config.max_steps) == (
+        "https://other.example/v1", PROJECT_KEY, "theirs", 100)
+    assert describe_start(config).split("\n")[0] == (
+        f"plainagent: theirs at https://other.example/v1 (from {project / '.env'}, which you allowed), "
+        f"workspace {project}, mode read-only (reads only, writes and runs nothing)")
+    assert load(install, project, model="mine").model == "mine"  # -m is yours
+
+
+def test_a_local_endpoint_of_its_own_is_sent_no_key(install, project):
+    config = load(install, project, "OPENAI_BASE_URL=http://localhost:11434/v1\nOPENAI_MODEL=qwen2.5-coder\n")
+    assert (config.base_url, config.api_key, config.model) == ("http://localhost:11434/v1", "", "qwen2.5-coder")
+    assert describe_start(config).split("\n")[0].startswith(
+        f"plainagent: qwen2.5-coder at http://localhost:11434/v1 (from {project / '.env'}, which you allowed; no key)")
+
+
+@pytest.mark.parametrize("environ, flags, named", [
+    ({"OPENAI_BASE_URL": "https://mine.example/v1"}, {}, "OPENAI_BASE_URL in the environment"),
+    ({}, {"base_url": "https://mine.example/v1"}, "--base-url"),
+])
+def test_an_endpoint_you_name_wins_and_its_key_stays_out(install, project, environ, flags, named):
+    text = f"OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=npm publish\n"
+    config = load(install, project, text, environ, **flags)
+    assert (config.base_url, config.api_key) == ("https://mine.example/v1", USER_KEY)
+    assert f"OPENAI_API_KEY not used: you named the endpoint yourself ({named})" in config.notes[0]
+
+
+def test_a_value_it_cannot_use_is_left_out_with_the_reason(install, project):
+    text = "PLAINAGENT_MODE=bogus\nPLAINAGENT_MAX_STEPS=many\nOPENAI_BASE_URL=localhost:8000\nPLAINAGENT_DENY=npm publish\n"
+    config = load(install, project, text)
+    assert config.deny == "terraform destroy; npm publish" and config.mode == "read-only"
+    assert config.notes == [f"Settings from {project / '.env'} (allowed): PLAINAGENT_MODE not used: PLAINAGENT_MODE="
+                            "'bogus' is not a mode; use one of: ask, read-only, edits, yes; PLAINAGENT_MAX_STEPS not "
+                            "used: PLAINAGENT_MAX_STEPS='many' is not valid; see .env.example; OPENAI_BASE_URL not "
+                            "used: OPENAI_BASE_URL 'localhost:8000' is not an http(s) URL with a host, e.g. "
+                            "http://localhost:11434/v1"]
+
+
+def test_the_environment_wins_over_it_as_over_any_dotenv(install, project):
+    config = load(install, project, "PLAINAGENT_STREAM=off\nPLAINAGENT_MODE=read-only\n",
+                  {"PLAINAGENT_STREAM": "on", "PLAINAGENT_MODE": "edits"})
+    assert (config.stream, config.mode) == (True, "edits")
+    assert load(install, project, environ={}).stream is False
+
+
+# --- the first line says where the endpoint came from ---
+
+
+@pytest.mark.parametrize("environ, flags, says", [
+    ({"OPENAI_MODEL": "m", "OPENAI_API_KEY": USER_KEY}, {}, "(the default; the key from the environment)"),
+    ({"OPENAI_MODEL": "m", "OPENAI_BASE_URL": "http://localhost:8000/v1"}, {}, "(from the environment; no key)"),
+    ({"OPENAI_MODEL": "m"}, {"base_url": "http://127.0.0.1:8000/v1"}, "(from --base-url; no key)"),
+])
+def test_the_first_line_names_the_endpoint_and_where_it_came_from(tmp_path, environ, flags, says):
+    config = load_config(args(**flags), environ, tmp_path, tmp_path / "install")
+    url = flags.get("base_url") or environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    assert describe_start(config) == (f"plainagent: m at {url} {says}, workspace {tmp_path}, mode ask (asks before "
+                                      "each write and command)")
+
+
+def test_the_first_line_names_the_users_own_dotenv(install, tmp_path):
+    config = load_config(args(), {}, tmp_path, install)
+    assert describe_start(config).startswith(f"plainagent: gpt-4o at https://api.openai.com/v1 (the default; the key "
+                                             f"from {install / '.env'}), workspace")
+
+
+# --- configuration errors: one line, escaped, never a key ---
+
+
+def test_a_configuration_error_never_holds_the_key(tmp_path):
+    with pytest.raises(ConfigError) as error:
+        load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_API_KEY": USER_KEY, "PLAINAGENT_STOP": USER_KEY},
+                    tmp_path, tmp_path)
+    assert str(error.value) == "PLAINAGENT_STOP='[REDACTED]' is not valid; see .env.example."
+
+
+def test_a_configuration_error_reaches_the_terminal_escaped(monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_BASE_URL", "\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2Khttp://x:99999/v1")
+    assert main(["-p", "x", "-m", "m"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and len(err.splitlines()) == 1
+    assert err.startswith("plainagent: OPENAI_BASE_URL '\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2Khttp://x:99999/v1'")
+
+
+
+@pytest.mark.parametrize("url", ["http://evil.example/v1\x1b]52;c;ZXZpbA==\x07", "http://x/v1 \u202e", "http://x\t/v1"])
+def test_a_base_url_holding_a_control_character_or_a_space_is_refused(tmp_path, install, project, url):
+    with pytest.raises(ConfigError, match=r"^OPENAI_BASE_URL '.*' holds '.*', which no URL has, e\.g\. http://"):
+        load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": url}, tmp_path, tmp_path)
+    config = load(install, project, f"OPENAI_BASE_URL={url}\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=x\n")
+    assert config.base_url == "https://api.openai.com/v1" and "OPENAI_BASE_URL not used: " in config.notes[0]
