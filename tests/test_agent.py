@@ -185,7 +185,8 @@ def test_dotenv_files_do_not_leak_into_the_process_environment(tmp_path, monkeyp
 
 
 def test_missing_model_names_the_variable_and_the_users_own_file(tmp_path):
-    with pytest.raises(ConfigError, match=rf"OPENAI_MODEL is not set: set it in {tmp_path / 'install' / '.env'}"):
+    with pytest.raises(ConfigError, match=rf"OPENAI_MODEL is not set: set it in the .env beside agent.py "
+                                          rf"\({tmp_path / 'install' / '.env'}; "):
         load_config(args(), {"OPENAI_API_KEY": "k"}, tmp_path, tmp_path / "install")
 
 

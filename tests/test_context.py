@@ -235,7 +235,7 @@ def test_old_results_become_stubs_and_the_rest_stays_byte_identical():
     assert after[0] is context.messages[0] and after[0] == before[0]
     assert [after[i] for i in (1, 2, 4, 6, 7)] == [before[i] for i in (1, 2, 4, 6, 7)]  # task, the model's words, latest
     for index, name in ((3, "a.txt"), (5, "b.txt")):
-        assert after[index]["content"] == (f"[read_file True]\n(Output removed to save context: 1 lines, 4,000 bytes. "
+        assert after[index]["content"] == (f"[read_file True]\n(Output removed to save context: 1 line, 4,000 bytes. "
                                            f'If you need it again, call read_file({{"path": "{name}"}}).)')
     assert lines == [line for line in lines if line.startswith("Context compacted: 2 older tool results replaced by stubs")]
 
@@ -248,7 +248,7 @@ def test_a_call_with_effects_is_stubbed_without_an_invitation_to_repeat_it():
     read(context, "a.txt", 5000)
     context.compact()
     assert context.messages[3]["content"] == (
-        "[run_command True]\n(Output removed to save context: 1 lines, 6,000 bytes, of "
+        "[run_command True]\n(Output removed to save context: 1 line, 6,000 bytes, of "
         'run_command({"command": "make deploy ' + "v" * 48 + '…"}).)')
 
 
@@ -302,7 +302,7 @@ def test_forced_compaction_stubs_and_summarizes_even_a_small_history():
     context.add("assistant", "second done")
     assert context.compact() is None  # far below the budget: nothing to do
     line = context.compact(force=True)
-    assert "replaced by stubs" in line and "replaced by a summary" in line
+    assert "1 older tool result replaced by a stub" in line and "replaced by a summary" in line
     assert context.messages[1]["content"].startswith(SUMMARY_HEAD)
 
 
@@ -418,7 +418,7 @@ def test_without_the_outputs_at_hand_the_current_results_become_a_stub_saying_to
     context.outputs.clear()  # as after --resume: only the rendered message is known
     assert chat(context).text == "ok"
     assert model.turns[-1][-1]["content"] == (
-        "[read_file True]\n(Output removed to save context: 1 lines, 30,000 bytes. It is too long for the context "
+        "[read_file True]\n(Output removed to save context: 1 line, 30,000 bytes. It is too long for the context "
         "window: ask for less at a time (read_file with offset and limit, a narrower search, a command with less "
         "output).)")
 

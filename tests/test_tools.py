@@ -516,7 +516,7 @@ def test_permissions_are_kept(ws):
 
 def test_create_a_new_file_with_parents(ws):
     result = edit(ws, "src/pkg/new.py", "", "print('hi')\n")
-    assert result.ok and result.output == "Created src/pkg/new.py (1 lines, 12 bytes)."
+    assert result.ok and result.output == "Created src/pkg/new.py (1 line, 12 bytes)."
     assert (ws.root / "src/pkg/new.py").read_bytes() == b"print('hi')\n"
     assert stat.S_IMODE((ws.root / "src/pkg/new.py").stat().st_mode) == 0o666 & ~_umask()
 
@@ -697,7 +697,7 @@ def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
         ("edit", "create docs/new.md (a link to run_me.sh)", "echo\n"),
         ("edit", "edit papers/real.md (through a linked folder: docs/real.md)",
          "--- a/docs/real.md\n+++ b/docs/real.md\n@@ -1 +1 @@\n-one\n+two\n")]
-    assert [result.split(" (exact")[0].split(" (1 lines")[0] for result in results] == [
+    assert [result.split(" (exact")[0].split(" (1 line,")[0] for result in results] == [
         "Edited docs/notes.md (a link to Makefile)", "Created docs/new.md (a link to run_me.sh)",
         "Edited papers/real.md (through a linked folder: docs/real.md)"]
     assert makefile.read_bytes() == b"all:\n\trm -rf ~\n" and (ws.root / "run_me.sh").read_bytes() == b"echo\n"

@@ -7,6 +7,7 @@ tasks; the model hears of what changed its world (an undone write) with the next
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -69,8 +70,13 @@ class LeaveSession(Exception):
 
 
 def is_command(line: str) -> bool:
-    """A slash and a word, alone or with an argument: "/undo", "/model gpt-4o". "/usr/bin/python fails" is a task."""
-    return re.fullmatch(r"/[A-Za-z]+(\s.*)?", line, re.DOTALL) is not None
+    """A slash and a word, alone or with an argument: "/undo", "/model gpt-4o". A task may start with a path:
+    "/usr/bin/python fails" is one, and so is "/tmp is full, what can I delete?" (a word that is no command and
+    names a folder or file here). Any other slash word is a mistyped command: "/hlep" is answered, not sent."""
+    match = re.fullmatch(r"/([A-Za-z]+)(\s.*)?", line, re.DOTALL)
+    if match is None:
+        return False
+    return match[1].lower() in COMMANDS or not os.path.lexists("/" + match[1])
 
 
 def run_slash_command(session, line: str) -> str:
@@ -79,7 +85,8 @@ def run_slash_command(session, line: str) -> str:
     name, _, argument = line.strip().partition(" ")
     command = COMMANDS.get(name[1:].lower())
     if command is None:
-        return f"Unknown command {name}. Commands: {', '.join('/' + known for known in COMMANDS)} (/help says more)."
+        return (f"Unknown command {name}. Commands: {', '.join('/' + known for known in COMMANDS)} (/help says more). "
+                "A task that starts with a slash goes to the model with a word before it.")
     try:
         return command(session, argument.strip())
     except (LeaveSession, KeyboardInterrupt):

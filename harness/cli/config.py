@@ -46,6 +46,7 @@ class Config:
     fetch: bool = True  # PLAINAGENT_FETCH (on/off): offer web_fetch
     fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts fetched unasked, private ones too
     env_file: Path | None = None  # the user's own .env, to name in error messages
+    unused_key: Path | None = None  # a project's .env whose OPENAI_API_KEY was not used: named if none is set
     sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
     notes: list[str] = field(default_factory=list)  # lines for the banner: what became of a project's .env
 
@@ -87,6 +88,8 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
             if used and take_project_env(project, config.notes, ask):
                 settings |= used
                 sources |= {name: f"{project.path}, which you allowed" for name in used}
+            if "OPENAI_API_KEY" in project.values and "OPENAI_API_KEY" not in settings:
+                config.unused_key = project.path
         config.sources = sources
         return apply_settings(config, settings, args)
     except ConfigError as error:  # a key a value was mistaken for, or one pasted into a URL
@@ -219,14 +222,17 @@ PLACEHOLDER_KEY = re.compile(r"(?i).*(\.\.\.|…)|(sk-)?(your[-_ ]?(api[-_ ]?)?k
 
 
 def check_config(config: Config) -> None:
-    where = f"set it in {config.env_file} (see .env.example) or the environment"
+    where = (f"set it in the .env beside agent.py ({config.env_file}; "
+             ".env.example there shows how) or in the environment")
     if not config.model:
         raise ConfigError(f"OPENAI_MODEL is not set: {where}, or pass -m MODEL.")
     url_problem(config.base_url)
     if PLACEHOLDER_KEY.fullmatch(config.api_key) and is_local(config.base_url):
         config.api_key = ""  # a local server needs none; the example's line was simply left in
     if not config.api_key and not is_local(config.base_url):
-        raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}.")
+        unused = (f" ({config.unused_key} sets one, but a project's .env sets the key only together with its own "
+                  "OPENAI_BASE_URL, and only once you allow it)") if config.unused_key else ""
+        raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}{unused}.")
     key_problem(config.api_key, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection
 from typing import TextIO
 
 from harness.cli import terminal
-from harness.cli.terminal import can_draw, escape
+from harness.cli.terminal import can_draw, count, escape
 from harness.parser.toolcalls import opens_call
 from harness.sandbox.redaction import Redactor
 
@@ -260,7 +260,7 @@ def outcome(ok: bool, output: str) -> str:
 def summarize(output: str) -> str:
     """A result's first line, and how many more there are, for the activity log."""
     lines = output.splitlines() or [""]
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    more = f" (+{count(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     return lines[0][:150] + more
 
 

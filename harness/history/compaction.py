@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from harness.cli.terminal import count
 from harness.history.budget import Budget
 from harness.sandbox.permissions import READING_TOOLS
 from prompt import render_result, render_results
@@ -59,7 +60,7 @@ def stub_text(record: dict, note: str = "") -> str:
 
 def describe_removed(call: dict, note: str = "") -> str:
     """A stub's text: what the output was, and how to get it again (or `note`, why not whole)."""
-    what = f"{call.get('lines', 0):,} lines, {call.get('bytes', 0):,} bytes"
+    what = f"{count(call.get('lines', 0), 'line')}, {call.get('bytes', 0):,} bytes"
     if note:
         return f"(Output removed to save context: {what}. {note})"
     if call["name"] in REREADABLE:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from harness.cli.terminal import count
 from harness.history.budget import COMPACT_AT, Budget, window_refusal
 from harness.history.compaction import (
     COMPACT_TO,
@@ -54,7 +55,7 @@ SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small 
 MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
 TOO_LONG_NOTE = ("It is too long for the context window: ask for less at a time (read_file with offset and limit, a "
                  "narrower search, a command with less output).")
-CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines:,} lines, {total:,} bytes; the {size:,} "
+CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines}, {total:,} bytes; the {size:,} "
             "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
             "limit, a narrower search, a command with less output.)\n")
 
@@ -216,14 +217,15 @@ class Context:
         messages, results = list(self.messages), {index: dict(record) for index, record in self.results.items()}
         done = []
         if n_stubbed := stub_results(messages, results, lambda: self.budget.fits(messages, goal)):
-            done.append(f"{n_stubbed} older tool result{'s' * (n_stubbed > 1)} replaced by stubs")
+            done.append("1 older tool result replaced by a stub" if n_stubbed == 1
+                        else f"{n_stubbed:,} older tool results replaced by stubs")
         if not self.budget.fits(messages, goal):
             # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
             worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
             summarized = summarize_older(messages, results, self.budget, self.summarize, worth, before_task=force)
             if summarized:
                 messages, results, n_replaced = summarized
-                done.append(f"{n_replaced} older messages replaced by a summary")
+                done.append(f"{count(n_replaced, 'older message')} replaced by a summary")
         if not done or self.budget.estimate(messages) >= before:  # a summary as long as what it replaced
             return None
         moved = {id(message): index for index, message in enumerate(messages)}  # a summary moves what it keeps
@@ -293,5 +295,5 @@ def cut(output: str, room: int) -> str:
     tail = data[len(data) - half:].decode("utf-8", errors="ignore") if half else ""
     tail = tail[tail.index("\n") + 1:] if "\n" in tail else tail
     missing = len(data) - sum(len(part.encode("utf-8", errors="surrogatepass")) for part in (head, tail))
-    note = CUT_NOTE.format(lines=len(split_lines(output)), total=len(data), size=missing)
+    note = CUT_NOTE.format(lines=count(len(split_lines(output)), "line"), total=len(data), size=missing)
     return head + ("" if head.endswith("\n") or not head else "\n") + note + tail

@@ -296,10 +296,10 @@ class Client:
             return (f"{where}: the server redirects to {one_line(target)}; set OPENAI_BASE_URL to the address it "
                     "names (https:// rather than http://, say).")
         if status == 404:
-            hint = f"check the model name '{self.model}' (OPENAI_MODEL) and the base URL (OPENAI_BASE_URL)"
-            if not re.search(r"/v\d", urlsplit(self.base_url).path):
-                hint += f"; the base URL has no version path: did you mean {self.base_url.rstrip('/')}/v1?"
-            return f"{where}: {hint}. {message}".rstrip()
+            hint = f"check the model name '{self.model}' (OPENAI_MODEL) and the base URL (OPENAI_BASE_URL)."
+            if not re.search(r"/v\d", urlsplit(self.base_url).path):  # a question ends with its question mark
+                hint = f"{hint[:-1]}; the base URL has no version path: did you mean {self.base_url.rstrip('/')}/v1?"
+            return f"{where}: {hint} {message}".rstrip()
         if status == 429 and is_quota_exhausted(response):
             return f"{where}: quota or credit exhausted; check your plan and billing. {message}".rstrip()
         return f"{where}: {message or one_line(response.reason or '')}"

@@ -58,6 +58,8 @@ ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
             "that point was discarded. Wait for the real results.")
+INVENTED_ALONE = ("Your reply wrote a tool result itself, though it called no tool; everything from that point was "
+                  "discarded. A result comes only after a call, once your reply has ended.")
 
 
 @dataclass
@@ -107,7 +109,7 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
         line = text[position:line_end]
         if RESULT_LINE.match(line):
             parsed.text = text[:position].rstrip()
-            parsed.notes.append(INVENTED)
+            parsed.notes.append(INVENTED if parsed.calls else INVENTED_ALONE)
             break
         if head := call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
             end = read_calls(text, head, tool_names, finish_reason, parsed.calls)

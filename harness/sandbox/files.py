@@ -99,7 +99,8 @@ def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool
     ws.approve("edit", f"create {named(ws, path, full)}", content)
     data = content.encode("utf-8")
     ws.write(full, data, before=None)  # never over a file created meanwhile
-    return f"Created {named(ws, path, full)} ({len(split_lines(content))} lines, {len(data):,} bytes)."
+    n_lines = len(split_lines(content))
+    return f"Created {named(ws, path, full)} ({n_lines:,} line{'s' * (n_lines != 1)}, {len(data):,} bytes)."
 
 
 def named(ws: Workspace, path: str, full: Path) -> str:

@@ -53,7 +53,7 @@ class Permissions:
         if self.mode == "yes" or self.ask is None:
             return None
         if self.mode == "edits" and kind == "edit":  # the same preview the question would show, then no question
-            self.log(render_question(kind, title, preview)[0].strip("\n") + "\n(applied without asking: --mode edits)")
+            self.log(render_question(kind, title, preview)[0].strip("\n") + "\n(applied without asking: mode edits)")
             return None
         return self.ask(kind, title, preview)
 

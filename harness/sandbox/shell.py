@@ -43,7 +43,7 @@ def run_shell(ws: Workspace, command: str, timeout: int) -> str:
         raise
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     text = output.text(ws.redact)
-    return f"{status}:\n{text}" if text else f"{status}; no output"
+    return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
 
 
 class HeadAndTail:
