@@ -46,7 +46,7 @@ CALL = 'tool: edit_file({"path": "app.py", "old_str": "a", "new_str": "b"})'
     (f"I will fix it.\n{CALL}\n", "I will fix it.\n"),
     (f"Fixing:\n- **tool:** {CALL[6:]}\nmore text", "Fixing:\n"),  # from the first call on, nothing
     ("tools are handy\nTool: pytest, all green.", "tools are handy\nTool: pytest, all green.\n"),  # not calls
-    ("<think>plan it</think>\nThe answer.", "plan it\nThe answer.\n"),  # reasoning, dimmed on a colour terminal
+    ("<think>plan it</think>\nThe answer.", "[thinking]\nplan it\n[end of thinking]\nThe answer.\n"),  # reasoning, marked
     ("<thi", "<thi\n"),
     ("a\x1b[2Jb\u202ec\r\n", "a\\x1b[2Jb\\u202ec\\r\n"),  # escape codes are shown, never sent
 ])
@@ -132,6 +132,18 @@ def test_reasoning_is_dimmed_on_a_colour_terminal_and_the_answer_on_its_own_line
     assert live.showed("Answer.") and not live.showed("Answer.", sys.stdout)  # not on stdout: printed there
 
 
+@pytest.mark.parametrize("pieces, expected", [
+    ([("reasoning", "plan"), ("reasoning", " it\nstep 2"), ("text", "Answer.")],
+     "[thinking]\nplan it\nstep 2\n[end of thinking]\nAnswer.\n"),
+    ([("text", "<think>plan it\n</think>\nAnswer.")], "[thinking]\nplan it\n[end of thinking]\nAnswer.\n"),
+    ([("reasoning", "cut while thinking")], "[thinking]\ncut while thinking\n[end of thinking]\n"),
+])
+def test_without_colour_the_reasoning_is_marked_off_from_the_answer(pieces, expected):
+    output, live = shown(pieces, tty=True, colour=False)
+    assert output == expected
+    assert live.shown == ("Answer." if "Answer." in expected else "")  # the marks are not the reply's
+
+
 def test_reasoning_is_not_written_to_a_log():
     output, _ = shown([("reasoning", "secret plan"), ("text", "<think>more</think>Answer.")], tty=False)
     assert output == "Answer.\n"
@@ -190,10 +202,10 @@ def test_where_the_live_text_and_the_spinner_go(monkeypatch, stdout_tty, stderr_
     assert live.output is streams[live_on] and (live.spinner is not None) == spinner and display.active is live
 
 
-@pytest.mark.parametrize("no_color, colour", [(None, True), ("1", False)])
+@pytest.mark.parametrize("no_color, colour", [(None, True), ("1", False), ("", True)])  # empty: unset (no-color.org)
 def test_colour_only_without_no_color(monkeypatch, no_color, colour):
     monkeypatch.setenv("TERM", "xterm")
-    if no_color:
+    if no_color is not None:
         monkeypatch.setenv("NO_COLOR", no_color)
     else:
         monkeypatch.delenv("NO_COLOR", raising=False)
@@ -251,7 +263,7 @@ KEY = "sk-proj-display-0123456789"
     (f"Your header was: Bearer {KEY}.\n", "Your header was: Bearer [REDACTED].\n"),
     (f"{KEY}{KEY} and s", "[REDACTED][REDACTED] and s\n"),  # a lone "s" at the end is no piece of the key
     ("cut at sk-proj-d", "cut at [REDACTED]\n"),  # a piece of it at the end, when the reply stops there
-    (f"<think>it is {KEY}</think>\nok", "it is [REDACTED]\nok\n"),  # reasoning too
+    (f"<think>it is {KEY}</think>\nok", "[thinking]\nit is [REDACTED]\n[end of thinking]\nok\n"),  # reasoning too
 ])
 @pytest.mark.parametrize("seed", range(8))
 def test_the_key_is_never_shown_even_split_between_pieces(monkeypatch, reply, expected, seed):
@@ -268,7 +280,7 @@ def test_the_key_in_streamed_reasoning_is_never_shown(monkeypatch):
     monkeypatch.setattr("harness.cli.terminal.secret", KEY)
     screen, _ = shown([("reasoning", "the key is sk-proj-dis"), ("reasoning", "play-0123456789, so"), ("text", "Done.")],
                       tty=True)
-    assert screen == "the key is [REDACTED], so\nDone.\n"
+    assert screen == "[thinking]\nthe key is [REDACTED], so\n[end of thinking]\nDone.\n"
 
 
 def test_a_log_line_never_shows_the_key(monkeypatch, capsys):
@@ -278,7 +290,8 @@ def test_a_log_line_never_shows_the_key(monkeypatch, capsys):
 
 
 def test_the_line_break_after_a_think_block_is_dropped_when_it_comes_in_a_piece_of_its_own():
-    assert shown(texts("<think>plan it</think>", "\n", "\nThe answer."), tty=True)[0] == "plan it\nThe answer.\n"
+    assert shown(texts("<think>plan it</think>", "\n", "\nThe answer."), tty=True)[0] == (
+        "[thinking]\nplan it\n[end of thinking]\nThe answer.\n")
 
 
 def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_they_hold():
@@ -289,4 +302,4 @@ def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_
 def test_a_key_split_between_the_reasoning_and_the_text_is_never_shown(monkeypatch):
     monkeypatch.setattr("harness.cli.terminal.secret", KEY)
     screen, _ = shown([("reasoning", "thinking of sk-proj-disp"), ("text", "lay-0123456789 now")], tty=True)
-    assert screen == "thinking of [REDACTED]\n[REDACTED] now\n"
+    assert screen == "[thinking]\nthinking of [REDACTED]\n[end of thinking]\n[REDACTED] now\n"

@@ -5,8 +5,9 @@ exactly the final answer, so the live text goes to stderr instead and logs of un
 A reply's tool calls are not echoed: from the first line that calls a tool the rest of the reply is held
 back, and the activity line (`→ edit_file(path="app.py", ...)`) says what runs. Which line calls one is the
 parser's answer (`toolcalls.opens_call`), never a copy of its grammar, so what is hidden is what runs.
-Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown dimmed, and only on a
-terminal. Everything shown was written by the model, so it goes through `escape` like every other outside
+Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown only on a terminal, dimmed;
+without colour (NO_COLOR, TERM=dumb) between `[thinking]` and `[end of thinking]` lines, so the model's
+thinking is never taken for its answer. Everything shown was written by the model, so it goes through `escape` like every other outside
 text: no escape sequence reaches the screen, and neither does the API key (a server can echo it back), not even
 split between two pieces of the stream: a piece's end that could start the key waits for the next piece.
 """
@@ -29,6 +30,7 @@ from harness.sandbox.redaction import Redactor
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 DIM, UNDIM = "\x1b[2m", "\x1b[22m"
+THINKING, END_OF_THINKING = "[thinking]\n", "[end of thinking]\n"  # reasoning's marks where there is no colour
 SPINNER_FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -44,7 +46,7 @@ class LiveReply:
         self.reasoning_shown = output.isatty()  # a log keeps the reply, not the model's thinking
         self.spinner = spinner
         self.at_line_start = True  # nothing of ours is left on the line: a log line may follow
-        self.in_reasoning = False  # the last thing shown was reasoning (dimmed)
+        self.in_reasoning = False  # the last thing shown was reasoning (dimmed, or marked)
         self.reset()
 
     @classmethod
@@ -174,22 +176,26 @@ class LiveReply:
     def put(self, text: str, dim: bool) -> None:
         if not text:
             return
-        if self.in_reasoning and not dim:  # from thinking to the reply: dimming off, and a line of its own
-            self.output.write((UNDIM if self.colour else "") + ("" if self.at_line_start else "\n"))
-            self.at_line_start = True
+        if self.in_reasoning and not dim:  # from thinking to the reply, on a line of its own
+            self.end_reasoning()
         shown = escape(text, keep="\n\t")
-        if dim and self.colour and not self.in_reasoning:
-            shown = DIM + shown
+        if dim and not self.in_reasoning:
+            shown = (DIM if self.colour else ("" if self.at_line_start else "\n") + THINKING) + shown
         self.in_reasoning = dim
         self.output.write(shown)
         self.output.flush()
         self.at_line_start = text.endswith("\n")
 
+    def end_reasoning(self) -> None:
+        """Dimming off (or, without colour, the end of the reasoning marked), and the line ended."""
+        self.output.write((UNDIM if self.colour else "") + ("" if self.at_line_start else "\n")
+                          + ("" if self.colour else END_OF_THINKING))
+        self.in_reasoning, self.at_line_start = False, True
+
     def end_line(self) -> None:
         self.put(self.unseen.flush(), self.in_reasoning)
-        if self.in_reasoning and self.colour:
-            self.output.write(UNDIM)
-            self.in_reasoning = False
+        if self.in_reasoning:
+            self.end_reasoning()
         if not self.at_line_start:
             self.output.write("\n")
             self.at_line_start = True

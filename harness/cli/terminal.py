@@ -269,9 +269,10 @@ def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -
 
 
 def can_draw(stream, colour: bool = False) -> bool:
-    """A terminal that redraws a line (a spinner) and, with `colour`, shows colour unless NO_COLOR is set; TERM=dumb
-    (Emacs' shell, some CI consoles) draws nothing: escape codes would show as text. The one place these are read."""
-    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and not (colour and "NO_COLOR" in os.environ)
+    """A terminal that redraws a line (a spinner) and, with `colour`, shows colour unless NO_COLOR is set to
+    something (no-color.org: an empty NO_COLOR is as good as none); TERM=dumb (Emacs' shell, some CI consoles)
+    draws nothing: escape codes would show as text. The one place these are read."""
+    return stream.isatty() and os.environ.get("TERM", "dumb") != "dumb" and not (colour and os.environ.get("NO_COLOR"))
 
 
 class Terminal:
