@@ -7,9 +7,10 @@ back, and the activity line (`→ edit_file(path="app.py", ...)`) says what runs
 parser's answer (`toolcalls.opens_call`), never a copy of its grammar, so what is hidden is what runs.
 Reasoning (a `reasoning_content` stream, or a leading `<think>` block) is shown only on a terminal, dimmed;
 without colour (NO_COLOR, TERM=dumb) between `[thinking]` and `[end of thinking]` lines, so the model's
-thinking is never taken for its answer. Everything shown was written by the model, so it goes through `escape` like every other outside
-text: no escape sequence reaches the screen, and neither does the API key (a server can echo it back), not even
-split between two pieces of the stream: a piece's end that could start the key waits for the next piece.
+thinking is never taken for its answer. Everything shown was written by the model, so it goes through `escape`
+like every other outside text: no escape sequence reaches the screen, and neither does the API key (a server can
+echo it back), not even split between two pieces of the stream: a piece's end that could start the key waits for
+the next piece.
 """
 
 from __future__ import annotations
