@@ -191,6 +191,7 @@ class Session:
         """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
         if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):  # abruptly
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
+        self.notes += loaded.notes if loaded else []  # what changed meanwhile (the mode, say)
 
     def record_ending(self, note: str) -> None:
         """After a task ended without an answer: roles keep alternating, and the model hears what did not happen

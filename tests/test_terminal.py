@@ -4,8 +4,10 @@ answer, and asking on a real pseudo-terminal (type-ahead, Ctrl-D, the fallback w
 import io
 import os
 import random
+import select
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -207,12 +209,22 @@ class Pty:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
+    def wait_for(self, ending: str | tuple[str, ...], timeout: float = 10) -> None:
+        """Read the screen until it ends with `ending`; fail, rather than hang, if it never does."""
+        deadline = time.monotonic() + timeout
+        while not self.screen.endswith(ending):
+            if not select.select([self.master], [], [], max(deadline - time.monotonic(), 0))[0]:
+                raise AssertionError(f"{ending!r} never appeared; the screen shows {self.screen!r}")
+            self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+
     def answer_when_asked(self, keys: str) -> threading.Thread:
         """Type `keys` once the question is on the screen, as a user does."""
         def answer():
             for answer_keys in keys.split("|"):  # one answer per question: "v\n|y\n"
-                while not self.screen.endswith(("[a]lways: ", "[v]iew it all: ")):
-                    self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+                try:
+                    self.wait_for(("[a]lways: ", "[v]iew it all: "))
+                except AssertionError:  # never asked: the test's own assertions say so
+                    return
                 self.screen += "<asked>"
                 self.type(answer_keys)
         thread = threading.Thread(target=answer, daemon=True)
@@ -222,8 +234,7 @@ class Pty:
     def rest_of_screen(self) -> str:
         """Everything shown since the last call."""
         os.write(self.slave, b"<end>")
-        while not self.screen.endswith("<end>"):
-            self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+        self.wait_for("<end>")
         shown, self.screen = self.screen.removesuffix("<end>").replace("<asked>", ""), ""
         return shown
 
@@ -242,7 +253,7 @@ def ask(pty, keys, kind="edit", title="create notes.md", preview="hello\n", conf
     confirm = confirm or TerminalConfirm(ROOT, stdin=pty.stdin, terminal=pty.path)
     answering = pty.answer_when_asked(keys)
     refusal = confirm(kind, title, preview)
-    answering.join(timeout=5)
+    answering.join(timeout=15)
     return refusal, pty.rest_of_screen()
 
 
@@ -321,13 +332,32 @@ def test_without_dev_tty_it_asks_on_stdin_and_stderr(capsys):
 
 
 def test_without_a_terminal_nothing_is_approved_and_nothing_waits(capsys):
-    assert TerminalConfirm(ROOT, stdin=io.StringIO("y\n"))("command", "run this command", "$ ls") == NO_TERMINAL
+    confirm = TerminalConfirm(ROOT, stdin=io.StringIO("y\n"))
+    assert confirm("command", "run this command", "$ make deploy\nmore") == NO_TERMINAL
+    assert confirm("edit", "create notes.md", "hello\n") == NO_TERMINAL
     assert capsys.readouterr() == ("", "")
+    assert confirm.unasked == ["run make deploy", "create notes.md"]  # what the task could not do, for its end
 
 
 def test_the_refusal_without_a_terminal_names_the_way_out():
-    assert NO_TERMINAL == ("Nobody can be asked to approve it: stdin is not a terminal. "
+    assert NO_TERMINAL == ("Nobody can be asked to approve it: plainagent is not running at a terminal. "
                            "The user can run plainagent with --yes to allow writes and commands.")
+
+
+@pytest.mark.parametrize("watched", ["stdout", "stderr"])
+def test_with_a_task_piped_in_the_question_goes_to_the_terminal_someone_watches(pty, monkeypatch, watched):
+    """`echo TASK | python agent.py -p -` at a terminal: stdin is the pipe, but the user sees the output there."""
+    monkeypatch.setattr(f"sys.{watched}", open(pty.slave, "w", closefd=False))
+    confirm = TerminalConfirm(ROOT, stdin=io.StringIO(""), terminal=pty.path)
+    assert ask(pty, "y\n", confirm=confirm) == (None, f"\nCreate notes.md (1 line):\nhello\n\nAllow create notes.md"
+                                                     f"{QUESTION}y\n")
+    assert confirm.unasked == []
+
+
+def test_with_a_task_piped_in_and_no_terminal_to_open_nobody_is_asked(pty, monkeypatch):
+    monkeypatch.setattr("sys.stderr", open(pty.slave, "w", closefd=False))
+    confirm = TerminalConfirm(ROOT, stdin=io.StringIO(""), terminal="/nonexistent/tty")
+    assert confirm("edit", "create notes.md", "hello\n") == NO_TERMINAL
 
 
 # --- the key, wherever it turns up ---
@@ -383,3 +413,15 @@ def test_ask_user_shows_the_text_escaped_discards_what_was_typed_ahead_and_retur
 def test_ask_user_without_a_terminal_asks_nobody(capsys):
     assert ask_user("text", "question? ", stdin=io.StringIO("y\n")) is None
     assert capsys.readouterr() == ("", "")
+
+
+def test_ask_user_with_stdin_piped_asks_on_the_terminal_someone_watches(pty, monkeypatch):
+    monkeypatch.setattr("sys.stderr", open(pty.slave, "w", closefd=False))
+    answers = []
+    asking = threading.Thread(target=lambda: answers.append(
+        ask_user("A project's .env\n", "Use them? ", stdin=io.StringIO(""), terminal=pty.path)))
+    asking.start()
+    pty.wait_for("Use them? ")
+    pty.type("y\n")
+    asking.join(timeout=5)
+    assert answers == ["y"]

@@ -140,7 +140,11 @@ def model(session, argument: str) -> str:
 
 def mode(session, argument: str) -> str:
     """/mode NAME: how much to ask before writes and commands: ask, read-only, edits or yes (without NAME: which)."""
-    return session.switch_mode(argument)
+    before = session.tools.permissions.mode
+    line = session.switch_mode(argument)
+    if session.tools.permissions.mode != before:  # so that --resume can say it does not take the switch up
+        session.history.transcript.write("mode", mode=session.tools.permissions.mode)
+    return line
 
 
 def compact(session, argument: str) -> str:

@@ -1,7 +1,9 @@
 """The REPL's prompt: reading the user's tasks, with line editing and a history kept across runs.
 
-At the prompt: a pasted block of lines is one task, a line ending in a backslash goes on on the next, and
-Ctrl-C clears the line rather than ending the session. The history lives in the user's state directory (never
+At the prompt: a pasted block of lines is one task, taken exactly (its indentation, and a `\\` ending one of its
+lines, `docker run \\`, as pasted); a typed line ending in a backslash goes on on the next; Ctrl-C clears the
+line rather than ending the session. What was typed or pasted while a task ran is waiting when the prompt comes
+back (typed_ahead.py): a block pasted then is one task too, lines typed one by one a task each. The history lives in the user's state directory (never
 in the workspace), one task a line, and each task is appended to it under a lock as it is typed: two REPLs
 running at once both keep theirs, where writing the whole list back would let the last one to leave erase
 the other's.
@@ -16,13 +18,15 @@ import sys
 from pathlib import Path
 
 from harness.cli.directories import state_dir
+from harness.cli.terminal import escape
+from harness.cli.typed_ahead import TypedAhead
 
 try:
     import fcntl
 except ImportError:  # Windows: no file locks; appending alone keeps most of what two REPLs write
     fcntl = None
 
-PASTE_WAIT = 0.03  # seconds: lines arriving this soon after the one before were pasted with it, not typed
+PASTE_WAIT = 0.03  # seconds: lines arriving at the prompt this soon after the one before were pasted with it
 HISTORY_LENGTH = 1000  # tasks kept in the history file (it is cut back to these when it holds twice as many)
 
 
@@ -40,6 +44,7 @@ class TaskReader:
         self.readline = load_readline() if self.interactive else None
         self.history = history or state_dir() / "history"
         self.warned = False  # the last key at the prompt was a Ctrl-C on an empty line
+        self.typed_ahead = TypedAhead.for_terminal(self.stdin)  # None where it cannot be watched
         if self.readline:
             self.load_history()
 
@@ -62,36 +67,63 @@ class TaskReader:
             if task in ("exit", "quit"):
                 return None
             if task:
+                if self.typed_ahead:  # from now until the next prompt, what comes is typed ahead
+                    self.typed_ahead.watch()
                 return task
 
     def read_task(self) -> str:
-        """One task: a line, the lines pasted with it, and the lines a trailing `\\` continues onto.
-
-        Lines typed while the last task ran are waiting before the prompt even shows: each is a task of its
-        own, not a paste (a paste arrives all at once, after the prompt).
-        """
-        typed_ahead = self.interactive and self.more_pasted(wait=0)
-        lines = [input(self.prompt)]
+        """One task: what was typed ahead, else a line and the lines pasted with it; then, after a typed line
+        ending in `\\`, the lines it continues onto. Pasted text is taken exactly: its `\\` are its own."""
+        ahead = self.typed_ahead.take() if self.typed_ahead else None
+        if ahead:
+            lines, unfinished = ahead
+            if shown := lines[:-1] if unfinished else lines:  # as the prompt would have shown them
+                self.end_line(self.prompt + "\n".join(escape(line, keep="\t") for line in shown))
+            if unfinished:  # a paste's last line, not finished yet: the user finishes it (or leaves it) with Enter
+                try:
+                    lines[-1] = self.input_after(lines[-1], "... " if shown else self.prompt)
+                except EOFError:
+                    self.end_line()
+            n_read, pasted = int(unfinished), len(lines) > 1
+        else:
+            lines, n_read, pasted = [input(self.prompt)], 1, False
         while True:
             try:
-                if lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
+                if self.interactive and not ahead and self.more_pasted():
+                    lines.append(input(""))
+                    n_read, pasted = n_read + 1, True
+                elif not pasted and lines[-1].endswith("\\") and not lines[-1].endswith("\\\\"):
                     lines[-1] = lines[-1][:-1]
                     lines.append(input("... " if self.interactive else ""))
-                elif self.interactive and not typed_ahead and self.more_pasted():
-                    lines.append(input(""))
+                    n_read += 1
                 else:
                     break
-            except EOFError:  # the end of the input after a trailing backslash: the task is what came
+            except EOFError:  # Ctrl-D at "... ", or the input's end: the task is what came, the answer below it
+                self.end_line()
                 break
-        self.remember(lines)
+        self.remember(lines, n_read)
         return "\n".join(lines)
 
-    def remember(self, lines: list[str]) -> None:
-        """One history entry for the whole task, so Up brings back a pasted block whole, not its last line."""
+    def input_after(self, start: str, prompt: str) -> str:
+        """A line that starts with `start`, which the user can still edit (readline), then finishes."""
+        if not self.readline:
+            print(prompt + escape(start, keep="\t"), end="", flush=True)
+            return start + input("")
+        self.readline.set_pre_input_hook(lambda: (self.readline.insert_text(start), self.readline.redisplay()))
+        try:
+            return input(prompt)
+        finally:
+            self.readline.set_pre_input_hook(None)
+
+    def remember(self, lines: list[str], n_read: int | None = None) -> None:
+        """One history entry for the whole task, so Up brings back a pasted block whole, not its last line.
+        `n_read`: how many of the last lines input() read (and so added to readline's history); all by default."""
         if not self.readline:
             return
-        if len(lines) > 1:
-            added = min(sum(1 for line in lines if line), self.readline.get_current_history_length())
+        n_read = len(lines) if n_read is None else n_read
+        if len(lines) > 1 or n_read == 0:
+            added = min(sum(1 for line in lines[len(lines) - n_read:] if line),
+                        self.readline.get_current_history_length())
             for _ in range(added):  # input() added each non-empty line as an entry of its own
                 self.readline.remove_history_item(self.readline.get_current_history_length() - 1)
             self.readline.add_history("\n".join(lines))

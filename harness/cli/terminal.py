@@ -5,9 +5,11 @@ reaches the screen: every control and invisible character written as an escape, 
 it appears. Everything shown for approval was written by the model, so it is shown as data, never as
 instructions to the terminal: a carriage return, an escape sequence or a bidi override in a command could
 otherwise redraw the line and show the user something other than what will run. The question is asked on the
-terminal itself (/dev/tty), so it is seen even when stderr goes to a log, and only after discarding what was
+terminal itself (/dev/tty), so it is seen even when stderr goes to a log or the task comes down a pipe
+(`echo TASK | python agent.py -p -`, as git and ssh ask for a password), and only after discarding what was
 typed before it, so a key pressed while the model was still working never answers a question the user has not
-seen.
+seen. With no terminal at all (a script, cron, CI) nothing waits for an answer that cannot come: the action is
+refused, and the refusals are kept (`unasked`) so the end of the task can say it was not done as asked.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ except ImportError:  # Windows: no terminal control; questions fall back to stdi
 
 PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
 PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
-NO_TERMINAL = ("Nobody can be asked to approve it: stdin is not a terminal. "
+NO_TERMINAL = ("Nobody can be asked to approve it: plainagent is not running at a terminal. "
                "The user can run plainagent with --yes to allow writes and commands.")
 
 
@@ -225,14 +227,17 @@ class TerminalConfirm:
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
         self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
+        self.unasked: list[str] = []  # what was refused because nobody could be asked ("create a.py", "run ls")
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
         if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
             return None
-        stdin = self.stdin or sys.stdin
-        if not stdin.isatty():
+        terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
+        if terminal is None:
+            first = preview.split("\n")[0].removeprefix("$ ")
+            self.unasked.append(f"run {first[:60]}{'…' * (len(first) > 60)}" if kind == "command" else title)
             return NO_TERMINAL
-        with Terminal.open(stdin, self.terminal) as terminal:
+        with terminal:
             preview_text, question = render_question(kind, title, preview, self.root, terminal.mark)
             terminal.write(preview_text)
             if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
@@ -254,11 +259,11 @@ class TerminalConfirm:
 
 def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
     """Show `text` (escaped) and ask `question` on the terminal, once what was typed before it is discarded;
-    the answer, or None when nobody can be asked (stdin is not a terminal). Ctrl-D answers ""."""
-    stdin = stdin or sys.stdin
-    if not stdin.isatty():
+    the answer, or None when nobody can be asked (no terminal). Ctrl-D answers ""."""
+    screen = Terminal.open(stdin or sys.stdin, terminal)
+    if screen is None:
         return None
-    with Terminal.open(stdin, terminal) as screen:
+    with screen:
         screen.write(escape(text, keep="\n", mark=screen.mark))
         screen.discard_typed_ahead()
         screen.write(question)
@@ -286,9 +291,13 @@ class Terminal:
         self.mark = (lambda text: f"\x1b[7m{text}\x1b[27m") if reverse else str
 
     @classmethod
-    def open(cls, stdin, path: str) -> Terminal:
-        """/dev/tty, else the terminal stdin is; else (or without termios) stdin and stderr themselves."""
-        for name in (path, "stdin") if termios is not None else ():
+    def open(cls, stdin, path: str) -> Terminal | None:
+        """/dev/tty, else the terminal stdin is; else (or without termios) stdin and stderr themselves; None when
+        nobody can be asked. /dev/tty is asked on when stdin is a terminal, or when the user watches stdout or
+        stderr at one (a task piped in); not for a process whose output all goes to files and pipes, which may
+        run in the background, where reading the terminal would stop it."""
+        watched = stdin.isatty() or sys.stdout.isatty() or sys.stderr.isatty()
+        for name in (path, "stdin") if termios is not None and watched else ():
             try:
                 if name == "stdin":
                     name = os.ttyname(stdin.fileno())
@@ -299,7 +308,7 @@ class Terminal:
             output = open(fd, "w", encoding=getattr(stdin, "encoding", None) or "utf-8",
                           errors="backslashreplace", closefd=False)
             return cls(fd, None, output)
-        return cls(None, stdin, sys.stderr)
+        return cls(None, stdin, sys.stderr) if stdin.isatty() else None
 
     def __enter__(self) -> Terminal:
         return self

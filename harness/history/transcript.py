@@ -9,6 +9,7 @@ the API key). Then, in the order things happen:
     {"type": "tool", "name": "read_file", "ok": true, "seconds": 0.01}   each tool call
     {"type": "compaction", ..., "messages": [...], "results": {...}}      the history after a compaction
     {"type": "budget", "tokens": 4096, "reason": ...}                     the context budget lowered
+    {"type": "mode", "mode": "edits"}                                     the mode switched with /mode
     {"type": "resumed", ...}                                              a later run continuing the session
     {"type": "subagent", "event": "message", ...}                          a sub-agent's record (delegate)
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cli.directories import state_dir
+from harness.sandbox.permissions import MODES, describe
 from harness.sandbox.redaction import is_secret_key, redact
 
 try:
@@ -119,13 +121,18 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
     what the first line records. The API key is only used to keep its value out of the file.
     """
     header = {"model": config.model, "base_url": config.base_url, "workspace": str(config.workspace),
-              "context_tokens": config.context_tokens}
+              "context_tokens": config.context_tokens, "mode": config.mode}
     if config.resume is not None:
         path = Path(config.resume) if config.resume else latest_session(config.workspace)
         transcript, loaded = Transcript.reopen(path, header, secret=config.api_key, log=log)
         for warning in loaded.warnings:
             log(f"plainagent: {warning}")
         log(f"Resumed {loaded.path} ({len(loaded.messages)} messages).")
+        if loaded.mode not in (None, config.mode):  # never taken up: a /mode switch is no standing permission
+            how = " had been switched to mode {} with /mode" if loaded.switched else " ran in mode {}"
+            log(f"This session{how.format(loaded.mode)}; it goes on in mode {config.mode} ({describe(config.mode)})"
+                + (f": /mode {loaded.mode} switches back." if loaded.switched else "."))
+            loaded.notes.append(f"This session goes on in mode {config.mode}: it {describe(config.mode)}.")
         return transcript, loaded
     path = config.log or new_session_path(config.workspace)
     return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None
@@ -270,6 +277,9 @@ class Loaded:
     messages: list[dict] = field(default_factory=list)  # user and assistant messages, in order
     results: dict[int, dict] = field(default_factory=dict)  # index (with the system prompt at 0) -> calls behind it
     context_tokens: int | None = None  # the budget, if the session lowered it (a server's window)
+    mode: str | None = None  # the mode the session was last in (None: a transcript that does not say)
+    switched: bool = False  # ... because the user switched to it with /mode
+    notes: list[str] = field(default_factory=list)  # for the model, with the next task: what changed meanwhile
     warnings: list[str] = field(default_factory=list)
 
 
@@ -284,7 +294,7 @@ def load(path: Path) -> Loaded:
     if not (header and header.get("type") == "session" and header.get("program") == "plainagent"):
         raise TranscriptError(f"--resume {path}: not a plainagent transcript (its first line is no session "
                               "header); name a file written by plainagent, or use --resume alone for the latest.")
-    loaded = Loaded(path, header)
+    loaded = Loaded(path, header, mode=header.get("mode") if header.get("mode") in MODES else None)
     # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
     messages, results = [{"role": "system", "content": ""}], {}
     for number, raw in enumerate(lines[1:], start=2):
@@ -306,6 +316,8 @@ def load(path: Path) -> Loaded:
             results = {int(index): record for index, record in (entry.get("results") or {}).items()}
         elif kind == "budget" and isinstance(entry.get("tokens"), int):
             loaded.context_tokens = entry["tokens"]
+        elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
+            loaded.mode, loaded.switched = entry["mode"], kind == "mode"
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
 

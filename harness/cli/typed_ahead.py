@@ -1,0 +1,177 @@
+"""Tasks typed ahead: what the user types or pastes at the terminal while a task runs, for the next prompt.
+
+The terminal keeps those keys until the prompt reads them, but not when each came, and that is the one thing
+that tells a block pasted while a reply was streaming (one task, its indentation and blank lines kept) from
+lines typed one after another (a task each). So while a task runs, a thread watches how much input is waiting
+(FIONREAD, which reads nothing), and what arrives within PASTE_WAIT of the bytes before it came in one paste.
+The failure it prevents is a pasted stack trace or function sent as twenty tasks, each stripped of its
+indentation.
+
+The terminal counts only finished lines (in its canonical mode a line is the kernel's until Enter), so a paste
+whose last line has no line break would lose that line to the next burst: when a whole line comes, the count
+is taken once more with line editing off for an instant, which counts the unfinished line too. (The kernel then
+takes what was waiting as one finished piece: Backspace can no longer erase the start of that pasted line.)
+A paste's unfinished last line is finished by the next Enter, typed then or at the prompt.
+
+Only where there is such a terminal (termios, FIONREAD): elsewhere each line waiting is a task, as typed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+try:
+    import fcntl
+    import termios
+except ImportError:  # Windows: no way to count what waits; the prompt reads it a line at a time
+    termios = None
+
+PASTE_WAIT = 0.03  # seconds: bytes arriving this soon after the ones before came in the same paste
+POLL = 0.01  # seconds between two looks at what is waiting, while a task runs
+
+
+@dataclass
+class Burst:
+    size: int  # bytes of input that came together
+    at: float  # when the last of them came (time.monotonic)
+    timed: bool = True  # False: they were waiting before anyone watched, so nothing says they came at once
+
+
+class TypedAhead:
+    """Watches the terminal on `fd` while a task runs (`watch`, `stop`); at the prompt, `take` gives the next
+    task typed ahead: a burst of several lines is one task (a paste), a line typed on its own is one."""
+
+    def __init__(self, fd: int, encoding: str = "utf-8", interval: float = POLL, together: float = PASTE_WAIT):
+        self.fd, self.encoding, self.interval, self.together = fd, encoding, interval, together
+        self.bursts: list[Burst] = []  # what is waiting (read into `buffer` first, then in the terminal), in order
+        self.buffer = b""  # read from the terminal, not yet given out as a task
+        self.ended = False  # a Ctrl-D was typed ahead: once what came before it is given out, the user leaves
+        self.stopped = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    @classmethod
+    def for_terminal(cls, stdin) -> TypedAhead | None:
+        """One for `stdin` if it is a terminal whose waiting input can be counted, else None."""
+        if termios is None or not stdin.isatty():
+            return None
+        try:
+            fd = stdin.fileno()
+            waiting(fd)
+        except (OSError, ValueError):
+            return None
+        return cls(fd, getattr(stdin, "encoding", None) or "utf-8")
+
+    # --- while a task runs ---
+
+    def watch(self) -> None:
+        """Start noting when input comes, until `stop`."""
+        self.stop()
+        self.stopped.clear()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.stopped.set()
+            self.thread.join()
+            self.thread = None
+
+    def run(self) -> None:
+        try:
+            last = self.reconcile()
+            while not self.stopped.wait(self.interval):
+                now = waiting(self.fd)
+                if now > last:
+                    now = max(now, self.with_unfinished_line())
+                    self.arrived(now - last, time.monotonic())
+                elif now < last:  # read meanwhile (a question's answer) or discarded (before a question)
+                    self.reconcile()
+                last = now
+        except OSError:  # the terminal went away: nothing more will come
+            return
+
+    def reconcile(self) -> int:
+        """Make the bursts agree with what waits in the terminal now (returned): bytes no burst accounts for
+        were there before anyone watched; bytes gone from it were read or thrown away by someone else."""
+        now = waiting(self.fd)
+        in_terminal = sum(burst.size for burst in self.bursts) - len(self.buffer)
+        if now < in_terminal:
+            self.bursts = self.split(len(self.buffer))
+            in_terminal = 0
+        if now > in_terminal:
+            self.bursts.append(Burst(now - in_terminal, 0, timed=False))
+        return now
+
+    def arrived(self, size: int, at: float) -> None:
+        last = self.bursts[-1] if self.bursts else None
+        if last is not None and last.timed and at - last.at <= self.together:
+            last.size, last.at = last.size + size, at
+        else:
+            self.bursts.append(Burst(size, at))
+
+    def with_unfinished_line(self) -> int:
+        """What waits, the line not yet finished too: the canonical count leaves it out."""
+        attributes = termios.tcgetattr(self.fd)
+        uncooked = list(attributes)
+        uncooked[3] &= ~termios.ICANON
+        termios.tcsetattr(self.fd, termios.TCSANOW, uncooked)
+        try:
+            return waiting(self.fd)
+        finally:
+            termios.tcsetattr(self.fd, termios.TCSANOW, attributes)
+
+    # --- at the prompt ---
+
+    def take(self) -> tuple[list[str], bool] | None:
+        """(the next task typed ahead as its lines, True if its last line is not finished yet), or None when
+        no finished line waits. Raises EOFError when a Ctrl-D typed ahead comes next."""
+        self.stop()
+        self.read_waiting()
+        if not self.buffer:
+            if self.ended:
+                raise EOFError
+            return None
+        size = self.bursts[0].size
+        if not self.bursts[0].timed:  # a line at a time, as typed
+            end = self.buffer.find(b"\n") + 1 or len(self.buffer)
+        elif self.buffer[:size].endswith(b"\n"):  # a paste, or a line typed on its own
+            end = size
+        else:  # a paste whose last line was finished later, or is not yet
+            end = self.buffer.find(b"\n", size) + 1 or len(self.buffer)
+        text, self.buffer = self.buffer[:end].decode(self.encoding, errors="surrogateescape"), self.buffer[end:]
+        self.bursts = self.split(end, keep_after=True)
+        lines = text.split("\n")
+        unfinished = lines[-1] != ""
+        return (lines if unfinished else lines[:-1]), unfinished
+
+    def read_waiting(self) -> None:
+        """Move the finished lines waiting in the terminal into `buffer`; a Ctrl-D among them ends the reading."""
+        n = self.reconcile()
+        while n > 0 and not self.ended:
+            chunk = os.read(self.fd, n)
+            if not chunk:  # a Ctrl-D typed ahead: the terminal hands it over as an empty read
+                self.ended = True
+            self.buffer += chunk
+            n -= len(chunk)
+        self.bursts = self.split(len(self.buffer))  # what came after a Ctrl-D is left where it is
+
+    def split(self, at: int, keep_after: bool = False) -> list[Burst]:
+        """The bursts of the first `at` bytes of what waits, or (`keep_after`) of what comes after them."""
+        before, after, done = [], [], 0
+        for burst in self.bursts:
+            head = max(min(burst.size, at - done), 0)
+            if head:
+                before.append(Burst(head, burst.at, burst.timed))
+            if burst.size - head:
+                after.append(Burst(burst.size - head, burst.at, burst.timed))
+            done += burst.size
+        return after if keep_after else before
+
+
+def waiting(fd: int) -> int:
+    """Bytes of input waiting on the terminal `fd` (in canonical mode: those of finished lines)."""
+    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
