@@ -41,9 +41,92 @@ def completion(content, finish_reason="stop"):
     ("http://localhost:11434/v1/chat/completions/", "http://localhost:11434/v1/chat/completions"),
     ("https://api.deepseek.com", "https://api.deepseek.com/chat/completions"),  # never adds /v1
     ("https://ark.example.com/api/v3", "https://ark.example.com/api/v3/chat/completions"),
+    # Azure-style: the path before the query, which stays at the end
+    ("https://r.openai.azure.com/openai/deployments/gpt4o?api-version=2024-10-21",
+     "https://r.openai.azure.com/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21"),
+    ("http://localhost:8080/v1/?a=1&b=2", "http://localhost:8080/v1/chat/completions?a=1&b=2"),
+    ("http://localhost:8080/v1/chat/completions?a=1", "http://localhost:8080/v1/chat/completions?a=1"),
+    # a fragment never reaches a server: it goes, and the path is not lost behind it
+    ("http://localhost:8080/v1#models", "http://localhost:8080/v1/chat/completions"),
+    ("http://localhost:8080/v1?a=1#x", "http://localhost:8080/v1/chat/completions?a=1"),
 ])
 def test_base_url_rule(base, expected):
     assert chat_url(base) == expected
+
+
+@responses.activate
+def test_a_base_url_with_a_query_posts_to_the_path_and_keeps_the_query():
+    responses.post("https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21",
+                   json=completion("hi"))
+    client, _ = make_client(base_url="https://r.openai.azure.com/openai/deployments/d?api-version=2024-10-21")
+    assert client.chat(MESSAGES).text == "hi"
+    assert responses.calls[0].request.url == (
+        "https://r.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-10-21")
+
+
+SECRETS = ("hunter2pass", "s3cr3t-query-key", "tok-77")
+
+
+@pytest.mark.parametrize("item, start", [
+    ({"status": 404, "body": {"error": {"message": "no such model"}}}, "404 from {url}: check the model name"),
+    ({"status": 401, "body": {"error": {"message": "bad key"}}},
+     "401 from {url}: the user and password in OPENAI_BASE_URL were refused (they are sent in place of OPENAI_API_KEY)"),
+    ({"status": 503, "body": "<html>down</html>"}, "503 from {url}: Body: <html>down</html>"),
+    ({"drop": True}, "The connection to {url} broke before the whole response arrived."),
+    ({"body": "not json"}, "200 from {url} but the body is not JSON"),
+], ids=["404", "401", "503", "drop", "not-json"])
+def test_credentials_in_the_base_url_are_sent_but_never_printed(item, start):
+    with FakeEndpoint([item] * 4) as endpoint:
+        base = endpoint.url.replace("http://", "http://admin:hunter2pass@") + "?key=s3cr3t-query-key&api-version=1"
+        lines: list[str] = []
+        client, _ = make_client(base_url=base, api_key="", log=lines.append, max_retries=1)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    shown = endpoint.url.replace("http://", "http://[REDACTED]@") + "/chat/completions?key=[REDACTED]&api-version=1"
+    assert client.url == shown  # what every line names, the REPL's banner too
+    assert str(raised.value).startswith(start.format(url=shown))
+    assert not any(secret in text for secret in SECRETS for text in [str(raised.value), *lines])
+    assert endpoint.received[0].path == "/v1/chat/completions?key=s3cr3t-query-key&api-version=1"
+    assert endpoint.received[0].headers["Authorization"].startswith("Basic ")  # the URL's user and password
+
+
+def test_a_url_that_cannot_be_requested_names_it_without_its_credentials():
+    client, _ = make_client(base_url="http://admin:hunter2pass@127.0.0.1:99999/v1?token=tok-77", api_key="")
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value).startswith("Request to http://[REDACTED]@127.0.0.1:99999/v1/chat/completions?token="
+                                        "[REDACTED] failed: ")
+    assert not any(secret in str(raised.value) for secret in SECRETS)
+
+
+@responses.activate
+def test_switching_models_recomputes_the_parameters_each_one_is_sent():
+    """/model sets client.model: `stop` goes to the models that take it, whichever came before."""
+    responses.post(URL, json=completion("ok"))
+    client, _ = make_client(model="gpt-4o", stop=["\ntool_result("])
+    for model in ("gpt-4o", "o3-mini", "gpt-4o", "gpt-5", "gpt-4.1"):
+        client.model = model
+        client.chat(MESSAGES)
+    bodies = [json.loads(call.request.body) for call in responses.calls]
+    assert [(body["model"], "stop" in body) for body in bodies] == [
+        ("gpt-4o", True), ("o3-mini", False), ("gpt-4o", True), ("gpt-5", False), ("gpt-4.1", True)]
+
+
+@responses.activate
+def test_a_parameter_one_model_rejected_is_still_sent_to_the_others():
+    refusal = {"error": {"message": "Unsupported parameter: 'stop' is not supported with this model."}}
+    responses.post(URL, status=400, json=refusal, match=[responses.matchers.json_params_matcher(
+        {"model": "picky", "messages": MESSAGES, "stop": ["x"]})])
+    responses.post(URL, json=completion("ok"))
+    lines: list[str] = []
+    client, _ = make_client(model="picky", stop=["x"], log=lines.append)
+    for model in ("picky", "other", "picky", "other"):
+        client.model = model
+        assert client.chat(MESSAGES).text == "ok"
+    bodies = [json.loads(call.request.body) for call in responses.calls]
+    assert [(body["model"], "stop" in body) for body in bodies] == [
+        ("picky", True), ("picky", False), ("other", True), ("picky", False), ("other", True)]
+    assert lines == ["picky rejects the 'stop' parameter; sending requests without it"]
 
 
 @responses.activate
@@ -141,12 +224,16 @@ def test_a_key_that_cannot_go_in_a_header_is_named_at_once(key):
 
 
 @responses.activate
-def test_404_without_version_path_hints_at_v1():
-    responses.post("http://localhost:11434/chat/completions", status=404, body="404 page not found")
-    client, _ = make_client(base_url="http://localhost:11434")
-    with pytest.raises(ChatError, match=r"did you mean http://localhost:11434/v1\?") as error:
+@pytest.mark.parametrize("base, suggested", [("http://localhost:11434", "http://localhost:11434/v1"),
+                                              ("http://localhost:11434/?x=1", "http://localhost:11434/v1?x=1")])
+def test_404_without_version_path_hints_at_v1(base, suggested):
+    responses.post(chat_url(base), status=404, body="404 page not found")
+    client, _ = make_client(base_url=base, model="m")
+    with pytest.raises(ChatError) as error:
         client.chat(MESSAGES)
-    assert "Body: 404 page not found" in str(error.value)
+    assert str(error.value) == (f"404 from {chat_url(base)}: check the model name 'm' (OPENAI_MODEL) and the base URL "
+                                f"(OPENAI_BASE_URL); the base URL has no version path: did you mean {suggested}? "
+                                "Body: 404 page not found")
 
 
 @responses.activate

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
-from harness.model.hosts import is_local
+from harness.model.hosts import is_local, shown_url
 from harness.sandbox.guard import parse_rules
 
 
@@ -152,15 +152,17 @@ def check_config(config: Config) -> None:
         url = urlsplit(config.base_url)
         url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
     except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not a valid URL ({error}), {example}.") from None
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(config.base_url)!r} is not a valid URL ({error}), "
+                          f"{example}.") from None
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise ConfigError(f"OPENAI_BASE_URL {config.base_url!r} is not an http(s) URL with a host, {example}.")
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(config.base_url)!r} is not an http(s) URL with a host, "
+                          f"{example}.")
     if PLACEHOLDER_KEY.fullmatch(config.api_key):
         if not is_local(config.base_url):
             raise ConfigError(f"OPENAI_API_KEY is still the example's placeholder: {where} to your real key.")
         config.api_key = ""  # a local server needs none; the example's line was simply left in
     if not config.api_key and not is_local(config.base_url):
-        raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}.")
+        raise ConfigError(f"OPENAI_API_KEY is not set for {shown_url(config.base_url)}: {where}.")
     if bad := next((char for char in config.api_key if not char.isascii() or not char.isprintable() or char == " "),
                    None):  # HTTP headers carry ASCII: a pasted "…" or a space would fail on every request
         raise ConfigError(f"OPENAI_API_KEY contains {bad!r}, which no API key has; copy the key again from "
