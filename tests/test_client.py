@@ -12,7 +12,8 @@ from email.utils import formatdate
 import pytest
 import requests
 import responses
-from fake_endpoint import FakeEndpoint
+from fake_endpoint import FakeEndpoint, stream_events
+from fake_endpoint import completion as fake_completion
 
 from harness.model.client import ChatError, Client, chat_url, retry_after
 
@@ -769,3 +770,62 @@ def test_a_server_on_this_machine_is_reached_whatever_proxy_the_environment_name
     monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
     with FakeEndpoint(["Direct."]) as endpoint:
         assert Client(endpoint.url, "", "m").chat(MESSAGES).text == "Direct."
+
+
+# --- a stream that ends before its first event: llama-cpp-python's server asked past its window ---
+
+PAST_THE_WINDOW = {"status": 400, "body": {"error": {
+    "message": "This model's maximum context length is 1024 tokens. However, you requested 1543 tokens (1531 in the "
+               "messages, 12 in the completion). Please reduce the length of the messages or completion.",
+    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}
+
+
+@pytest.mark.parametrize("empty", [
+    {"events": [], "headers": {"Content-Type": "text/event-stream; charset=utf-8"}},  # what the real server sends
+    {"events": [], "hang_up": True},  # the connection closed instead
+    {"events": [": ping", ": ping"]},  # comments only: no event yet
+], ids=["ended", "hung-up", "comments-only"])
+def test_a_stream_that_ends_before_its_first_event_is_asked_again_once_without_streaming(empty):
+    with FakeEndpoint([empty, PAST_THE_WINDOW]) as endpoint:
+        lines: list[str] = []
+        client, sleeps = make_client(base_url=endpoint.url, api_key="", model="m", stream=True, log=lines.append)
+        seen: list[tuple[str, str]] = []
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES, lambda kind, text: seen.append((kind, text)))
+    url = endpoint.url + "/chat/completions"
+    assert lines == [f"the stream from {url} ended before its first event; asking once more without streaming, "
+                     "for the server's own answer"]
+    assert [request.body for request in endpoint.received] == [
+        {"model": "m", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True}},
+        {"model": "m", "messages": MESSAGES}]
+    assert raised.value.status == 400 and "maximum context length is 1024 tokens" in raised.value.detail
+    assert str(raised.value).startswith(f"400 from {url}: This model's maximum context length is 1024 tokens.")
+    assert seen == [] and sleeps == []  # nothing was shown, nothing waited for
+
+
+def test_the_whole_reply_asked_without_streaming_is_the_reply_and_the_next_request_streams_again():
+    script = [{"events": []}, {"body": fake_completion("Whole.")}, {"events": stream_events("Streamed.")}]
+    with FakeEndpoint(script) as endpoint:
+        client, _ = make_client(base_url=endpoint.url, api_key="", stream=True)
+        first, second = client.chat(MESSAGES), client.chat(MESSAGES)
+    assert (first.text, first.streamed, second.text, second.streamed) == ("Whole.", False, "Streamed.", True)
+    assert ["stream" in request.body for request in endpoint.received] == [True, False, True]
+
+
+def test_the_request_without_streaming_is_retried_as_any_other_and_never_streams_again():
+    with FakeEndpoint([{"events": []}, {"drop": True}, {"status": 503, "body": "busy"}, "Fine."]) as endpoint:
+        lines: list[str] = []
+        client, sleeps = make_client(base_url=endpoint.url, api_key="", stream=True, log=lines.append)
+        assert client.chat(MESSAGES).text == "Fine."
+    assert ["stream" in request.body for request in endpoint.received] == [True, False, False, False]
+    assert len(lines) == 3 and len(sleeps) == 2 and lines[0].endswith("for the server's own answer")
+
+
+def test_a_stream_cut_after_its_first_event_is_asked_again_streaming():
+    cut = {"events": stream_events("Half", finish_reason=None, done=False)[:1], "hang_up": True}  # the role delta only
+    with FakeEndpoint([cut, {"events": stream_events("Whole.")}]) as endpoint:
+        lines: list[str] = []
+        client, _ = make_client(base_url=endpoint.url, api_key="", stream=True, log=lines.append)
+        assert client.chat(MESSAGES).text == "Whole."
+    assert ["stream" in request.body for request in endpoint.received] == [True, True]
+    assert len(lines) == 1 and lines[0].startswith("connection broke talking to ")

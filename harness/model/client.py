@@ -151,6 +151,14 @@ class Client:
                 on_delta("restart", "")  # what an earlier attempt streamed is discarded
             try:
                 response = self._post(body, on_delta)
+            except EmptyStream:
+                # Most often a server that failed after sending its headers (llama-cpp-python's, asked past its
+                # window, ends the stream at once): the same request without streaming gets its real answer, a
+                # 400 for length, say, which the history survives by compacting. Asked this way once, not again.
+                self.log(f"the stream from {self.url} ended before its first event; asking once more without "
+                         "streaming, for the server's own answer")
+                self.session.close()  # such a server drops the connection a moment later: ask on a new one
+                return self._post_with_retries(without_streaming(body), on_delta)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
                 # A connection that broke may be a hiccup; a refusal (nothing listening, no such host, a
                 # certificate we cannot trust) is an answer, and so is a timeout: a server silent for minutes
@@ -211,6 +219,7 @@ class Client:
                      on_delta: Callable[[str, str], None] | None) -> Reply:
         """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
         chunks = self._read_body(response, give_up_at)
+        first = FirstEvent()  # a stream that ends before its first event is asked again without streaming
         finished = threading.Event()
         grace = threading.Timer(1.0, shut_down, [response.raw])  # once the reply is whole: a second more
         grace.daemon = True
@@ -227,10 +236,13 @@ class Client:
                     chunk = next(chunks)
                 except StopIteration:
                     return
-                except (requests.RequestException, ChatError):
+                except (requests.RequestException, ChatError) as error:
                     if not finished.is_set():
+                        if not first.begun and isinstance(error, requests.exceptions.ChunkedEncodingError):
+                            raise EmptyStream("the stream ended before its first event") from None
                         raise  # the connection broke before the reply was whole
                     return
+                first.see(chunk)
                 yield chunk
 
         try:
@@ -248,7 +260,7 @@ class Client:
             finally:
                 timer.cancel()
         except StreamCut as error:  # like a dropped connection: nothing of it is kept, and it is asked again
-            raise CutStream(str(error)) from None
+            raise (CutStream if first.begun else EmptyStream)(str(error)) from None
         except StreamError as error:
             raise ChatError(f"200 from {self.url} carrying {one_line(str(error))}") from None
         finally:
@@ -328,6 +340,29 @@ class Client:
 
 class CutStream(requests.exceptions.ChunkedEncodingError):
     """A stream that ended without [DONE] or a finish_reason: retried like a connection that broke."""
+
+
+class EmptyStream(CutStream):
+    """A stream that ended, or broke, before its first event: asked again once, without streaming."""
+
+
+class FirstEvent:
+    """Watches a stream's bytes for the start of its first event: anything but blank lines and comments
+    (`: ping`, which servers send while the model reads a long prompt)."""
+
+    def __init__(self):
+        self.begun = False
+        self.line = b""  # the last line so far, which may still turn out to be a comment
+
+    def see(self, chunk: bytes) -> None:
+        if not self.begun:
+            *lines, self.line = (self.line + chunk).split(b"\n")
+            self.begun = any(line.strip() and not line.lstrip().startswith(b":") for line in (*lines, self.line))
+
+
+def without_streaming(body: dict) -> dict:
+    """The same request, asking for the whole reply at once."""
+    return {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
 
 
 def rejected_parameter(body: dict, response: requests.Response) -> str | None:
