@@ -233,7 +233,7 @@ def test_a_line_that_starts_like_a_call_and_is_not_one_is_answered_never_taken_a
     problem = parsed.calls[0].problem
     assert problem.startswith(start), problem
     if example:
-        assert problem.endswith(f" Write it as:\n{example}"), problem
+        assert problem.endswith(f": {example}") and "\n" not in problem, problem
     assert parsed.text == reply  # the history keeps what the model wrote
 
 
@@ -248,7 +248,7 @@ def test_a_near_call_with_long_arguments_shows_the_shape_not_a_copy():
     reply = "tool: edit_file " + json.dumps({"path": "a.py", "old_str": "", "new_str": content})
     problem = parse_reply(reply, NAMES).calls[0].problem
     assert len(problem) < 600 and problem.endswith(
-        "Write it as:\ntool: edit_file({...}), the same JSON object in the parentheses")
+        "; written as one: tool: edit_file({...}), the same JSON object in the parentheses")
 
 
 def test_a_call_planned_before_a_lone_closing_think_tag_never_runs():

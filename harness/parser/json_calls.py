@@ -47,8 +47,8 @@ def json_call(text: str, starts: Iterable[int], tool_names: list[str]) -> tuple[
             if args is None:
                 return (f"That is a call to {name} written as JSON, which this program does not read: a call is a "
                         f"line of its own, like tool: {name}({{...}}).", name)
-            return (f"That is a call to {name} written as JSON, which this program does not read. Write it as:\n"
-                    + corrected(name, args), name)
+            return (f"That is a call to {name} written as JSON, which this program does not read; written as a "
+                    f"`tool:` line: {corrected(name, args)}", name)
     return None
 
 

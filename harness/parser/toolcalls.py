@@ -327,13 +327,14 @@ def bare_call(text: str, position: int, tool_names: list[str]) -> BadCall | None
         end = skip_space(text, end)
         if not text.startswith(")", end):
             return None
-        problem = f"A line starts with {name}( but not with `tool:`, so it was not run as a call."
+        problem = f"A line starts with {name}( but not with `tool:`, so it was not run as a call"
     elif text[end:end_of_line(text, end)].strip(" \t"):
         return None  # more words after the object: prose about a call
     else:
         problem = (f"The line {quoted_line(text, position)} is not a call: it needs `tool:` before the name and the "
-                   "arguments in parentheses.")
-    return BadCall(f"{problem} Write it as:\n{corrected(name, args)}", name), end + bool(head.group(2))
+                   "arguments in parentheses")
+    # The call to write ends the first line: the user's log line shows it too, and the model reads it whole.
+    return BadCall(f"{problem}; written as one: {corrected(name, args)}", name), end + bool(head.group(2))
 
 
 def near_call(text: str, position: int, tool_names: Collection[str] | None) -> tuple[BadCall, int] | None:
@@ -358,7 +359,7 @@ def near_call(text: str, position: int, tool_names: Collection[str] | None) -> t
                        f"{name}({{...}}). If the line was meant as text, do not start it with `tool:`.",
                        name), end_of_line(text, start)
     return BadCall(f"The line {quoted_line(text, position)} is not a call: the arguments go in parentheses right "
-                   f"after the tool's name. Write it as:\n{corrected(name, args)}", name), end
+                   f"after the tool's name; written as one: {corrected(name, args)}", name), end
 
 
 def quoted_line(text: str, position: int) -> str:
