@@ -829,3 +829,13 @@ def test_a_stream_cut_after_its_first_event_is_asked_again_streaming():
         assert client.chat(MESSAGES).text == "Whole."
     assert ["stream" in request.body for request in endpoint.received] == [True, True]
     assert len(lines) == 1 and lines[0].startswith("connection broke talking to ")
+
+
+def test_a_server_that_answers_every_request_with_an_empty_stream_is_asked_without_streaming_only_once():
+    with FakeEndpoint([{"events": []}] * 5) as endpoint:
+        client, sleeps = make_client(base_url=endpoint.url, api_key="", stream=True, max_retries=1)
+        with pytest.raises(ChatError) as raised:
+            client.chat(MESSAGES)
+    assert ["stream" in request.body for request in endpoint.received] == [True, False, False]
+    assert str(raised.value) == (f"The connection to {endpoint.url}/chat/completions broke before the whole response "
+                                 "arrived. Try again.") and len(sleeps) == 1

@@ -151,15 +151,15 @@ class Client:
                 on_delta("restart", "")  # what an earlier attempt streamed is discarded
             try:
                 response = self._post(body, on_delta)
-            except EmptyStream:
-                # Most often a server that failed after sending its headers (llama-cpp-python's, asked past its
-                # window, ends the stream at once): the same request without streaming gets its real answer, a
-                # 400 for length, say, which the history survives by compacting. Asked this way once, not again.
-                self.log(f"the stream from {self.url} ended before its first event; asking once more without "
-                         "streaming, for the server's own answer")
-                self.session.close()  # such a server drops the connection a moment later: ask on a new one
-                return self._post_with_retries(without_streaming(body), on_delta)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
+                if isinstance(error, EmptyStream) and body.get("stream"):
+                    # Most often a server that failed after sending its headers (llama-cpp-python's, asked past
+                    # its window, ends the stream at once): the same request without streaming gets its real
+                    # answer, a 400 for length, say, which the history survives by compacting. Asked so once.
+                    self.log(f"the stream from {self.url} ended before its first event; asking once more without "
+                             "streaming, for the server's own answer")
+                    self.session.close()  # such a server drops the connection a moment later: ask on a new one
+                    return self._post_with_retries(without_streaming(body), on_delta)
                 # A connection that broke may be a hiccup; a refusal (nothing listening, no such host, a
                 # certificate we cannot trust) is an answer, and so is a timeout: a server silent for minutes
                 # would most likely stay so, and retrying it would keep the user waiting for half an hour.
