@@ -16,7 +16,9 @@ or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-En
      "split": 3,                # write the stream in pieces of this many bytes (a character split between them)
      "pause": 0.01,             # seconds to wait after each piece (each event, without "split")
      "linger": 5,               # seconds to wait after the last event before ending the body
-     "hang_up": True}           # close the connection after the events, without ending the chunked body
+     "hang_up": True,           # close the connection after the events, without ending the chunked body
+     "close": 0.2}              # end the body, then close the connection this many seconds later, whatever
+                                # came meanwhile (uvicorn, once a stream's exception is logged)
 `stream_events()` makes the events of a reply. `sent` records (time.monotonic(), piece) for each piece of a
 stream as it is written, for the benchmark.
 """
@@ -86,6 +88,28 @@ def stream_events(text: str, pieces: int = 3, finish_reason: str | None = "stop"
     if usage:
         events.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "choices": [], "usage": usage})
     return events + (["data: [DONE]"] if done else [])
+
+
+def llama_cpp_python(window: int, answer) -> object:
+    """A script item for every request: llama-cpp-python's server (0.3.36) with a context window of `window`
+    tokens, counting 4 bytes of the messages' JSON as a token. A request past the window gets what that server
+    sends: without `stream`, a 400 `context_length_exceeded` stating the window; with `stream`, a 200 event
+    stream that ends before its first event (its exception is raised after the headers went out), and the
+    connection closed after it, though its headers said keep-alive (uvicorn's way after an exception). Any other
+    request gets `answer(body)`'s text, streamed when asked to be."""
+    def server(body: dict):
+        tokens = len(json.dumps(body["messages"])) // 4
+        if tokens > window and body.get("stream"):
+            return {"events": [], "headers": {"Content-Type": "text/event-stream; charset=utf-8"}, "close": 0.2}
+        if tokens > window:
+            return {"status": 400, "body": {"error": {
+                "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                           f"{tokens + 16} tokens ({tokens} in the messages, 16 in the completion). Please reduce "
+                           "the length of the messages or completion.",
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}
+        text = answer(body)
+        return {"events": stream_events(text)} if body.get("stream") else {"body": completion(text)}
+    return server
 
 
 def split_chunks(data: bytes, size: int) -> list[bytes]:
@@ -185,6 +209,10 @@ class FakeEndpoint:
                     self.close_connection = True
                 else:
                     self.wfile.write(b"0\r\n\r\n")
+                    if "close" in item:
+                        self.wfile.flush()
+                        time.sleep(item["close"])
+                        self.close_connection = True
 
             def log_message(self, *args):  # keep test output clean
                 pass

@@ -70,12 +70,15 @@ CALL_LINES = [
     'tool: github.create-issue({"title": "x"})',  # a tool that does not exist: answered, so a call
     'tool: bash(ls -la)', 'Tool: read_file(path="a.py")', 'tool: read_file ({"path": "a.py"})',
     'tool: read_file', 'tool: mcp.fetch-url', 'Tool: pytest(\n{"args": "-q"})',
+    # lines that start like a call to a known tool and are not one: answered as calls (#17), so held back as calls
+    "tool: read_file (3 times)", "tool: read_file with a path argument", "tool: read_file is what I used.",
+    'Tool: read_file {"path": "a.py"}', 'tool: read_file {"path": "a.py"}',
 ]
 PROSE_LINES = [
-    "Tool: pytest, all green.", "tool: read_file (3 times)", "tool: read_file with a path argument",
+    "Tool: pytest, all green.", 'Tool: read_file {"path": "a.py"} is how it is called.',
     "Tool: pytest(all green)", "Tool: read_file", "Tool: mcp.fetch-url is the one I used.",
     'tools: read_file({"path": "a"})', 'Run `tool: read_file({"path": "a.py"})` to read a file.',
-    "- [ ] tool support for Windows", "**Tool:** `pytest` passed.", "tool: read_file is what I used.",
+    "- [ ] tool support for Windows", "**Tool:** `pytest` passed.",
     "tool:", "------------------------------", "1. Install the toolchain.", "to do: nothing", "t", "**",
     "Tool: mcp.fetch-url (twice)", "Tool: git-log",
 ]

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from fake_endpoint import FakeEndpoint, stream_events
+from fake_endpoint import FakeEndpoint, llama_cpp_python, stream_events
 from frames import read_results
 from test_e2e import KEY, agent
 from test_e2e_terminal import Screen
@@ -64,6 +64,28 @@ def test_a_cut_stream_is_said_and_asked_again(install, project):
     assert done.returncode == 0 and done.stdout == "The answer is 42.\n"
     assert "the reply shown so far is discarded; retrying in" in done.stderr
     assert [len(request.body["messages"]) for request in endpoint.received] == [2, 2]  # nothing of it was kept
+
+
+def test_a_session_past_a_llama_cpp_python_servers_window_compacts_and_goes_on(install, project):
+    """That server answers a streamed request past its window with a 200 stream that ends before its first
+    event; asked without streaming, it says 400 and states the window, and the history is fitted to it."""
+    (project / "big.log").write_text("".join(f"line {n:04d}: " + "x" * 60 + "\n" for n in range(200)) + "OK\n")
+
+    def model(body: dict) -> str:
+        return 'tool: read_file({"path": "big.log"})' if body["messages"][-1]["content"] == "check the log" \
+            else "The log ends with OK."
+
+    with FakeEndpoint([llama_cpp_python(2500, model)] * 5) as endpoint:
+        done = agent(install, project, endpoint, "-p", "check the log")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The log ends with OK.\n"
+    url = endpoint.url + "/chat/completions"
+    assert (f"the stream from {url} ended before its first event; asking once more without streaming, for the "
+            "server's own answer\n") in done.stderr
+    assert ("The server refused the request as too long for the model's context window of 2,500 tokens; the context "
+            "budget is now 2,500 tokens. Compacting and sending it again.\n") in done.stderr
+    assert [request.body.get("stream", False) for request in endpoint.received] == [True, True, False, True]
+    assert "broke" not in done.stderr and "retrying" not in done.stderr and "Traceback" not in done.stderr
 
 
 def test_ctrl_c_mid_stream_in_one_shot_mode_exits_130(install, project):

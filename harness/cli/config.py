@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from harness.cli import project_env
 from harness.cli.project_env import ProjectEnv, read_env_text, read_project_env
-from harness.model.hosts import is_local
+from harness.model.hosts import is_local, shown_url
 from harness.sandbox.documents import is_text
 from harness.sandbox.fetch import parse_hosts
 from harness.sandbox.guard import parse_rules
@@ -226,7 +226,7 @@ def check_config(config: Config) -> None:
     if PLACEHOLDER_KEY.fullmatch(config.api_key) and is_local(config.base_url):
         config.api_key = ""  # a local server needs none; the example's line was simply left in
     if not config.api_key and not is_local(config.base_url):
-        raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}.")
+        raise ConfigError(f"OPENAI_API_KEY is not set for {shown_url(config.base_url)}: {where}.")
     key_problem(config.api_key, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
@@ -250,11 +250,11 @@ def url_problem(base_url: str) -> None:
         url = urlsplit(base_url)
         url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
     except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL ({error}), {example}.") from None
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not a valid URL ({error}), {example}.") from None
     if bad := next((char for char in base_url if char.isspace() or not char.isprintable()), None):
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} holds {bad!r}, which no URL has, {example}.")
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} holds {bad!r}, which no URL has, {example}.")
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not an http(s) URL with a host, {example}.")
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not an http(s) URL with a host, {example}.")
 
 
 def key_problem(key: str, where: str) -> None:
