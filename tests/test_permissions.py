@@ -80,7 +80,7 @@ def test_edits_mode_shows_the_diff_in_the_activity_log_without_asking(tmp_path, 
     session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
     session.run("go")
     assert (tmp_path / "app.py").read_text() == "x = 2\n"
-    assert ("Edit app.py:\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert ("Edit app.py (+1 -1 lines):\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
             "(applied without asking: --mode edits)\n") in capsys.readouterr().err
 
 

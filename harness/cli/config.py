@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.cli import project_env
-from harness.cli.project_env import ProjectEnv, read_env_text, read_project_env
+from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.model.hosts import is_local, shown_url
 from harness.sandbox.documents import is_text
 from harness.sandbox.fetch import parse_hosts
@@ -87,6 +87,10 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
             if used and take_project_env(project, config.notes, ask):
                 settings |= used
                 sources |= {name: f"{project.path}, which you allowed" for name in used}
+            elif not used and any(name.startswith("PLAINAGENT_") or name == BASE_URL for name in project.values):
+                # Nothing in it would be used, so nothing to ask; but it meant to steer plainagent: say so. (An
+                # app's own OPENAI_API_KEY in its .env, the common case, is left out in silence.)
+                config.notes.append(f"plainagent: not using {project.path}: {project_env.not_used(project)}.")
         config.sources = sources
         return apply_settings(config, settings, args)
     except ConfigError as error:  # a key a value was mistaken for, or one pasted into a URL

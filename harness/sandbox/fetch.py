@@ -140,6 +140,10 @@ def checked_url(url: str, hops: list[str]) -> tuple[str, str]:
     host = host_of(prepared)
     if not host:
         raise ToolError(f"{url!r} has no host; give a full URL, e.g. \"https://docs.python.org/3/\".")
+    if "@" in urlsplit(prepared).netloc:  # requests would send the user and password as basic auth
+        where = f" (redirected to by {hops[-1].rsplit(' (', 1)[0]})" if hops else ""
+        raise ToolError(f"A URL with a user or password{where} is not fetched: web_fetch never sends credentials. "
+                        "Ask the user to fetch it, or give the URL without them.")
     return prepared, host
 
 
