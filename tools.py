@@ -29,7 +29,6 @@ from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
-from harness.sandbox.fetch import fetch, render_page
 from harness.sandbox.files import change_file, read_text
 from harness.sandbox.guard import denied_by, refusal
 from harness.sandbox.permissions import Permissions
@@ -205,6 +204,8 @@ def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
     """
     # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
     # for a fetch means that host (terminal.py), as the title names it.
+    from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
+
     page = fetch(url, ws.fetch_allow, lambda host, shown: ws.approve("fetch", f"fetch from {host}", shown))
     return render_page(page, ws.redact(page.text), offset, FETCH_MAX_CHARS)  # redacted before it is cut
 

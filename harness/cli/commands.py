@@ -12,7 +12,6 @@ import sys
 from collections.abc import Callable
 
 from harness.cli.display import log
-from harness.cli.task_reader import TaskReader
 from harness.cli.terminal import hide_key
 from harness.model.hosts import shown_url
 from harness.model.replies import ChatError
@@ -46,6 +45,8 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
     log("".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
                 for given in session.instructions)
         + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
+    from harness.cli.task_reader import TaskReader  # the REPL's alone: a -p run never reads the prompt
+
     tasks = TaskReader()
     while True:
         try:

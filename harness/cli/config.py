@@ -21,9 +21,8 @@ from urllib.parse import urlsplit
 
 from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
-from harness.model.hosts import is_local, shown_url
+from harness.model.hosts import is_local, parse_hosts, shown_url
 from harness.sandbox.documents import is_text
-from harness.sandbox.fetch import parse_hosts
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.permissions import MODES
 from harness.sandbox.redaction import redact

@@ -89,3 +89,22 @@ def hide_credentials(text: str, url: str) -> str:
         if len(piece) >= MIN_PIECE:
             text = text.replace(piece, REDACTED)
     return text
+
+
+def parse_hosts(text: str) -> frozenset[str]:
+    """PLAINAGENT_FETCH_ALLOW's hosts, as the checks compare them: "Docs.Python.org, 127.0.0.1:8000, [::1]"
+    -> {"docs.python.org", "127.0.0.1", "::1"}. A URL pasted whole counts as its host; ValueError for an item
+    that names no host."""
+    hosts = set()
+    for item in filter(None, re.split(r"[\s,;]+", text)):
+        try:
+            host = str(ipaddress.ip_address(item.strip("[]")))  # an address, in the form the resolver gives it
+        except ValueError:
+            try:
+                host = host_of(item if "//" in item else f"//{item}")
+            except ValueError:  # an unclosed "[" of an IPv6 address
+                host = ""
+        if not host:
+            raise ValueError(f"{item!r} is not a host name or address")
+        hosts.add(host)
+    return frozenset(hosts)
