@@ -15,7 +15,8 @@ or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-En
     {"events": [...],           # each a dict, sent as `data: {json}`, or a str sent as it is (": keep-alive",
                                 # "data: [DONE]", "error: {...}"); each is followed by a blank line
      "split": 3,                # write the stream in pieces of this many bytes (a character split between them)
-     "pause": 0.01,             # seconds to wait after each piece (each event, without "split"): benchmarks only
+     "pause": 0.01,             # seconds to wait after each piece (each event, without "split"): a stream that
+                                # drips, for the tests of timeouts and for the benchmarks
      "hold": True,              # as above, but after the first `hold_at` pieces: a reply still being written
      "hold_at": 2,
      "linger": True,            # after the last event, keep the body open until the endpoint closes (or an Event)
@@ -23,8 +24,8 @@ or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-En
 `stream_events()` makes the events of a reply. `sent` records (time.monotonic(), piece) for each piece of a
 stream as it is written, for the benchmark. `wait_for_requests(n)` returns once n requests have arrived.
 
-Nothing here waits on a clock: a test that needs a slow model holds the reply, and lets it go (or closes the
-endpoint) when the moment it is testing has come.
+Only "pause" waits on a clock: a test that needs a slow model holds the reply instead, and lets it go (or
+closes the endpoint) when the moment it is testing has come.
 """
 
 from __future__ import annotations
