@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import select
-import shutil
 import statistics
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from fake_endpoint import FakeEndpoint, stream_events, install_program  # noqa: E402
+from fake_endpoint import FakeEndpoint, install_program, stream_events  # noqa: E402
 
 
 def marker(n: int) -> str:

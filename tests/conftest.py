@@ -4,7 +4,6 @@ directory and the XDG state and config directories are fresh temporary ones, and
 reach (only 127.0.0.1 servers we start)."""
 
 import os
-import shutil
 import socket
 import sys
 from pathlib import Path

@@ -8,8 +8,8 @@ import pytest
 from fake_endpoint import FakeEndpoint, completion, stream_events
 
 from agent import parse_args
-from harness.model.client import ChatError, Client
 from harness.cli.config import ConfigError, load_config
+from harness.model.client import ChatError, Client
 from harness.model.stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 
 MESSAGES = [{"role": "user", "content": "hi"}]
