@@ -5,6 +5,7 @@ request holds."""
 
 import json
 import os
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -110,13 +111,15 @@ def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_messa
 
 
 def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(install, project, tmp_path):
-    os.mkfifo(project / "running")
+    os.mkfifo(project / "running")  # the command says it has begun by writing a line into it
+    running = os.open(project / "running", os.O_RDONLY | os.O_NONBLOCK)
     command = 'tool: run_command({"command": "echo > running; sleep 5"})'
     with FakeEndpoint([command]) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "wait a bit", "--yes")
-        (project / "running").read_text()  # returns once the command has begun: it opens the pipe to write
+        assert select.select([running], [], [], 20)[0], "the command never began"
         process.kill()
         process.communicate(timeout=20)
+    os.close(running)
     with FakeEndpoint(["I will check first."]) as endpoint:
         resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
     assert resumed.returncode == 0, resumed.stderr
