@@ -3,7 +3,7 @@
 import io
 import random
 import sys
-import time
+import threading
 
 import pytest
 
@@ -159,11 +159,28 @@ def test_a_log_line_gets_a_line_of_its_own():
     assert screen.getvalue() == "Half\n more"
 
 
+class WatchedScreen(Screen):
+    """A screen the test can wait on: `wait_for(condition)` returns once what was written meets it."""
+
+    def __init__(self, tty: bool):
+        super().__init__(tty)
+        self.written = threading.Condition()
+
+    def write(self, text: str) -> int:
+        with self.written:
+            self.written.notify_all()
+            return super().write(text)
+
+    def wait_for(self, condition, timeout: float = 10) -> None:
+        with self.written:
+            assert self.written.wait_for(lambda: condition(self.getvalue()), timeout), self.getvalue()
+
+
 def test_the_spinner_counts_seconds_and_clears_its_line():
-    screen = Screen(True)
+    screen = WatchedScreen(True)
     spinner = Spinner(screen, interval=0.01)
     spinner.start()
-    time.sleep(0.45)
+    screen.wait_for(lambda text: text.count("\r") >= 2)  # two frames shown (the first after display's 0.3 s)
     spinner.stop()
     output = screen.getvalue()
     assert output.startswith("\r- 0 s\r\\ 0 s") and output.endswith("\r" + " " * 12 + "\r")

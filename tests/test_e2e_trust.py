@@ -10,7 +10,7 @@ import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
 from test_e2e import KEY
-from test_e2e_sessions import run_until, start_agent
+from test_e2e_sessions import start_agent
 
 
 def agent(install, project, endpoint, *argv, stdin=None, extra_env=None):
@@ -80,10 +80,10 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(insta
 
 def test_ctrl_c_during_a_sub_agent_stops_it_and_the_parent_answers(install, project):
     script = ['tool: delegate({"task": "survey the code"})', "tool: list_files()",
-              {"body": completion("never seen"), "delay": 30}, "The survey was interrupted."]
+              {"body": completion("never seen"), "hold": True}, "The survey was interrupted."]
     with FakeEndpoint(script) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "survey", "--yes")
-        run_until(process, lambda: len(endpoint.received) == 3)  # the sub-agent waits for its second reply
+        endpoint.wait_for_requests(3)  # the sub-agent waits for its second reply
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr

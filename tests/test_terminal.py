@@ -207,6 +207,13 @@ class Pty:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
+    def type_ahead(self, keys: str) -> None:
+        """Type `keys` before anything asks for them, and wait for the terminal's echo of them: the kernel hands
+        typed keys to the terminal a moment after they are written, and only then can they be counted."""
+        self.type(keys)
+        while not self.screen.endswith(keys):
+            self.screen += os.read(self.master, 65536).decode().replace("\r\n", "\n")
+
     def answer_when_asked(self, keys: str) -> threading.Thread:
         """Type `keys` once the question is on the screen, as a user does."""
         def answer():
@@ -254,9 +261,7 @@ def test_the_question_and_the_answer_go_through_the_terminal(pty, keys, refusal)
 
 
 def test_keys_typed_before_the_question_do_not_answer_it(pty):
-    pty.type("y\n")  # typed while the model was still working
-    while not pty.screen.endswith("y\n"):  # its echo: the terminal holds the line, as when a person typed it
-        pty.screen += os.read(pty.master, 65536).decode().replace("\r\n", "\n")
+    pty.type_ahead("y\n")  # typed while the model was still working
     refusal, screen = ask(pty, "n\n")
     assert refusal == "The user said no."
     assert screen == (f"y\n\nCreate notes.md (1 line):\nhello\n\n(discarded what was typed before this question)\n"

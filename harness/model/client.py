@@ -72,6 +72,10 @@ class Client:
         retry_after_cap: float = 60.0,  # longest Retry-After we wait out; longer ones fail at once
         stop: list[str] | None = None,  # stop sequences; None sends none
         stream: bool = False,  # ask for the reply as server-sent events, to show it as it is written
+        # Seconds a stream may stay open once its reply is whole (a finish_reason, or [DONE]): the usage chunk
+        # and the body's end follow within milliseconds from a server that behaves, and a second covers a slow
+        # network; one that holds the stream open then costs the user that second, not the read timeout.
+        stream_grace: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
     ):
@@ -87,6 +91,7 @@ class Client:
         self.stop = stop  # sent to each model that takes it
         self.stream = stream
         self.rejected: dict[str, set[str]] = {}  # model -> the optional parameters it refused with a 400
+        self.stream_grace = stream_grace
         self.sleep = sleep
         self.log = lambda line: log(self.hide_credentials(line))
         self.session = requests.Session()
@@ -221,7 +226,7 @@ class Client:
         chunks = self._read_body(response, give_up_at)
         first = FirstEvent()  # a stream that ends before its first event is asked again without streaming
         finished = threading.Event()
-        grace = threading.Timer(1.0, shut_down, [response.raw])  # once the reply is whole: a second more
+        grace = threading.Timer(self.stream_grace, shut_down, [response.raw])  # once the reply is whole
         grace.daemon = True
 
         def finish() -> None:  # a server may hold the stream open after the finish_reason: not for long
@@ -248,8 +253,8 @@ class Client:
         try:
             streamed = read_stream(until_shut(chunks), on_delta, finish)
             # [DONE] comes just before the body's end: reading that too lets the connection serve the next
-            # request. A server that keeps the stream open after [DONE] loses the connection after a second.
-            timer = threading.Timer(1.0, shut_down, [response.raw])
+            # request. A server that keeps the stream open after [DONE] loses the connection after the grace.
+            timer = threading.Timer(self.stream_grace, shut_down, [response.raw])
             timer.daemon = True
             timer.start()
             try:
