@@ -43,7 +43,7 @@ def test_edits_mode_applies_an_edit_but_asks_before_a_command(install, project):
         done = agent(install, project, endpoint, "-p", "fix and test", "--mode", "edits", stdin="")
     assert done.returncode == 0, done.stderr
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Hello, " + name\r\n'
-    assert "Edit greet.py:\n" in done.stderr and "(applied without asking: --mode edits)" in done.stderr
+    assert "Edit greet.py (+1 -1 lines):\n" in done.stderr and "(applied without asking: --mode edits)" in done.stderr
     command = results_sent(endpoint, 2)[0]
     assert not command["ok"] and "stdin is not a terminal" in command["output"]  # it was asked; nobody answered
 
