@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from harness.sandbox.workspace import Workspace
 
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
 WINDOWS = os.name == "nt"
+WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("tether.py")
 
 
@@ -37,7 +39,7 @@ def run_shell(ws: Workspace, command: str, timeout: int) -> str:
     reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
     reader.start()
     try:
-        process.wait(timeout=timeout)
+        wait(process, timeout)
         status = exit_status(process.returncode)
     except subprocess.TimeoutExpired:
         kill_tree(process)
@@ -62,7 +64,8 @@ def start(command: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Pope
     if WINDOWS:
         return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
                                 **options), None
-    if not sys.executable or not hasattr(os, "killpg"):  # no interpreter to run the tether with (embedded)
+    # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded).
+    if not sys.executable or not hasattr(os, "killpg"):
         return subprocess.Popen(command, shell=True, start_new_session=True, **options), None
     watch, tether = os.pipe()  # neither end is inherited, but the one passed on (pass_fds)
     try:
@@ -74,6 +77,22 @@ def start(command: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Pope
     finally:
         os.close(watch)
     return process, tether
+
+
+def wait(process: subprocess.Popen, timeout: float) -> None:
+    """process.wait(timeout), which on Windows waits in slices: a Ctrl-C does not interrupt a wait there, and
+    Python takes it only between two."""
+    if not WINDOWS:
+        process.wait(timeout=timeout)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            process.wait(timeout=min(WINDOWS_WAIT_SLICE, max(0.0, deadline - time.monotonic())))
+            return
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
 
 
 def exit_status(code: int) -> str:
