@@ -35,13 +35,16 @@ def main() -> None:
         run(command, watch)
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # a command that signals its own group must not cut the tether
         signal.signal(getattr(signal, name), signal.SIG_IGN)
+    watching = [watch, woken]
     while True:
         ended, status = os.waitpid(shell, os.WNOHANG)
         if ended:
             break
-        ready = select.select([watch, woken], [], [])[0]
+        ready = select.select(watching, [], [])[0]
         if watch in ready and os.read(watch, 1) == b"":  # the agent is gone
-            os.killpg(0, signal.SIGKILL)
+            if os.getpgrp() == os.getpid():  # the command's own group, which shell.py has this process lead
+                os.killpg(0, signal.SIGKILL)
+            watching.remove(watch)  # started some other way: a group not its own is not its to kill
         if woken in ready:
             os.read(woken, 512)
     end_as(os.waitstatus_to_exitcode(status))
