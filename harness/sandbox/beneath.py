@@ -110,9 +110,10 @@ def open_child_folder(fd: Folder, name: str, made: list[Path] | None, path: Path
 def child_by_path(fd: str, name: str) -> str:
     """Without descriptors: the folder `name` in `fd`, looked at as O_NOFOLLOW | O_DIRECTORY would."""
     path = os.path.join(fd, name)
-    if is_link(fd, name):
+    info = os.stat(path, follow_symlinks=False)  # FileNotFoundError when it is missing
+    if leads_elsewhere(info):
         raise Changed("link")
-    if not stat.S_ISDIR(os.stat(path).st_mode):
+    if not stat.S_ISDIR(info.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
     return path
 
@@ -123,6 +124,7 @@ def steps(root: Path, real: Path) -> tuple[str, ...]:
 
 
 # What takes a folder: `dir_fd` with a descriptor, the joined path without one (all of these take dir_fd=None).
+
 
 def at(fd: Folder, name: str) -> tuple[str, int | None]:
     return (name, fd) if isinstance(fd, int) else (os.path.join(fd, name), None)
@@ -151,9 +153,13 @@ def close(fd: Folder) -> None:
 
 def is_link(fd: Folder, name: str) -> bool:
     try:
-        info = status(fd, name)
+        return leads_elsewhere(status(fd, name))
     except OSError:
         return False
+
+
+def leads_elsewhere(info: os.stat_result) -> bool:
+    """A symbolic link, or a Windows junction (which is a link to a folder in all but name)."""
     return stat.S_ISLNK(info.st_mode) or getattr(info, "st_reparse_tag", 0) == JUNCTION
 
 

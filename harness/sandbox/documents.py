@@ -22,8 +22,9 @@ from dataclasses import dataclass
 BINARY_SNIFF_BYTES = 8192  # a NUL in this many leading bytes (characters, for UTF-16/32) marks a file as binary
 BOM = codecs.BOM_UTF8  # UTF-8's byte-order mark: kept on the files that have it, never shown as text
 # byte-order mark -> (codec, name for the model). UTF-32 LE's mark begins with UTF-16 LE's: it is tried first.
-# Without a mark, UTF-16 is not guessed: its NUL bytes make it binary, as for git and grep.
+# Without a mark a file is UTF-8: UTF-16 is not guessed, its NUL bytes make it binary (as git and grep take it).
 MARKED_ENCODINGS = {
+    BOM: ("utf-8", "UTF-8"),
     codecs.BOM_UTF32_LE: ("utf-32-le", "UTF-32 (little-endian)"),
     codecs.BOM_UTF32_BE: ("utf-32-be", "UTF-32 (big-endian)"),
     codecs.BOM_UTF16_LE: ("utf-16-le", "UTF-16 (little-endian)"),
@@ -53,8 +54,8 @@ class Decoded:
 
 def decode(raw: bytes) -> Decoded | None:
     """The text of a file's bytes, or None for a binary file (a NUL near the start: no text file holds one)."""
-    bom, (codec, name) = next(((mark, named) for mark, named in MARKED_ENCODINGS.items() if raw.startswith(mark)),
-                              (BOM if raw.startswith(BOM) else b"", ("utf-8", "UTF-8")))
+    bom = next((mark for mark in MARKED_ENCODINGS if raw.startswith(mark)), b"")
+    codec, name = MARKED_ENCODINGS.get(bom, ("utf-8", "UTF-8"))
     if codec == "utf-8" and b"\0" in raw[:BINARY_SNIFF_BYTES]:
         return None
     body = raw[len(bom):]
