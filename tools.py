@@ -29,13 +29,14 @@ from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
-from harness.sandbox.files import change_file, read_text
+from harness.sandbox.files import change_file, cut_lines, read_text
 from harness.sandbox.guard import denied_by, refusal
 from harness.sandbox.permissions import Permissions
 from harness.sandbox.search import (
     TimeLimitHit,
     capped,
     files_to_search,
+    matching_lines,
     nothing_shown,
     overview,
     searchable_lines,
@@ -94,6 +95,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_L
         footer = f"(lines {offset}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on)"
     else:
         footer = f"(lines {offset}-{last} of {len(lines)}; end of file)"
+    notes += cut_lines(path, lines[offset - 1:last], offset, LINE_MAX_CHARS)
     return "\n".join(shown + [footer] + [f"(note: {note})" for note in notes])
 
 
@@ -162,8 +164,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
                 lines = searchable_lines(ws, file, full, path)
                 if lines is None:
                     continue
-                matches += [f"{name}:{number}: {shortened(line.strip(), SEARCH_LINE_MAX_CHARS)}"
-                            for number, line in enumerate(lines, 1) if regex.search(line)]
+                matches += matching_lines(name, lines, regex, SEARCH_LINE_MAX_CHARS)
                 n_files += 1
     except TimeLimitHit:
         where = f"in {name}" if name else "while finding the files"

@@ -203,7 +203,10 @@ def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
     write(ws, "a.txt", ("x" * 1968 + LONG_KEY + "y" * 100 + "\n").encode())
     assert run(ws, "read_file", path="a.txt").output == (
         "     1\t" + "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
-        "(lines 1-1 of 1; end of file)")
+        "(lines 1-1 of 1; end of file)\n"
+        "(note: line 1 is cut at 2,000 of its 2,078 characters. To see the rest: search_files with path=\"a.txt\" "
+        "shows the text around a match anywhere in a line, and run_command can print any part of it "
+        "(characters 2,001-4,000, say))")
 
 
 def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
