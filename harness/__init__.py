@@ -12,7 +12,8 @@ tools.py and prompt.py first; open this folder to see how one promise is kept.
               (beneath), which files hold secrets
               (secret_files), what the walk leaves out (ignore_rules), the one redaction rule for the API key
               (redaction), a file's bytes and the one line model (documents), matching old_str (edits), the
-              tools' work on files (files), finding and searching them (search), running commands (shell, and tether, which ends them with the agent),
+              tools' work on files (files), finding and searching them (search), running commands (shell;
+              tether, which ends them with the agent),
               deny rules for commands (guard, command_line), modes and approval (permissions)
     history/  inside the history: keeping it inside the token budget (context, compaction, budget), the
               transcript that --resume reads back (transcript)
