@@ -82,8 +82,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
     ws.approve("edit", f"edit {named(ws, path, full)}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, mode, before=document.raw)
-    return (f"Edited {named(ws, path, full)} ({rule}). "
-            f"{describe_change(document.text, asked, text, first, last)}{warning}")
+    return f"Edited {named(ws, path, full)}{describe_change(document.text, asked, text, first, last, rule)}{warning}"
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str) -> str:
