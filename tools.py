@@ -49,7 +49,7 @@ from prompt import JSON_TYPES, UNKNOWN_TOOL, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
-# Lines per read_file call. 250 lines of typical code are ~3.5k tokens: a page still fits an 8k-token local
+# Lines per read_file call. 250 lines of typical code are ~3.5-4k tokens: a page still fits an 8k-token local
 # window beside the prompt and the task (400 did not), and each page stays in the history for later requests.
 # Codex CLI's prompt asks for the same 250-line chunks.
 READ_MAX_LINES = 250

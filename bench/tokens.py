@@ -129,7 +129,9 @@ class Run:
                     size += tokens
             largest = max(largest, size)
         order = sorted(prompt, key=lambda part: -prompt[part])
+        extended = sum(later[:len(earlier)] == earlier for earlier, later in zip(self.requests, self.requests[1:]))
         return {"requests": len(self.requests), "prompt": sum(prompt.values()), "largest": largest,
+                "append_only": f"{extended} of {len(self.requests) - 1}",
                 "billed": round(sum(billed.values())), "files_right": self.files_right,
                 "parts": {part: prompt[part] for part in order}, "billed_parts": {part: round(billed[part])
                                                                                   for part in order}}
@@ -138,14 +140,14 @@ class Run:
 def split_parts(messages: list[dict], count: Callable[[str], int], label: Callable[[int, dict], dict[str, str]]
                 ) -> list[dict[str, int]]:
     """Each message's tokens by part: `label(index, message)` names the parts' texts, each counted alone; what
-    is left of the message's tokens (with the per-message overhead) is its `frames` part."""
+    is left of the message's tokens is its `frames` part, and the chat template's markers their own."""
     result = []
     for index, message in enumerate(messages):
         texts = label(index, message)
         parts = {part: count(text) for part, text in texts.items()}
-        rest = count(message["content"] or "") + MESSAGE_OVERHEAD - sum(parts.values())
-        if rest:
+        if rest := count(message["content"] or "") - sum(parts.values()):
             parts["frames"] = parts.get("frames", 0) + rest
+        parts["role markers (4 a message)"] = MESSAGE_OVERHEAD
         result.append(parts)
     return result
 
@@ -268,6 +270,8 @@ def report(session: Session, ours: dict, theirs: dict | None, peer_name: str) ->
         if theirs:
             row += f" {theirs[key]:,} | {ours[key] / theirs[key]:.2f} |" if ratio else f" {theirs[key]:,} | |"
         lines.append(row)
+    lines.append(f"| requests that extend the one before | {ours['append_only']} |"
+                 + (f" {theirs['append_only']} | |" if theirs else ""))
     yes = {True: "yes", False: "NO"}
     lines.append(f"| files right | {yes[ours['files_right']]} |" + (f" {yes[theirs['files_right']]} | |"
                                                                       if theirs else ""))
@@ -309,7 +313,7 @@ def main() -> None:
             prompt, billed = ours["prompt"] / theirs["prompt"], ours["billed"] / theirs["billed"]
             right = ours["files_right"] and theirs["files_right"]
             met = prompt <= TARGET and billed <= TARGET and right
-            print(f"| {session.name} | {prompt:.2f} | {billed:.2f} | {'yes' if right else 'NO'} | "
+            print(f"| {session.name} | {prompt:.3f} | {billed:.3f} | {'yes' if right else 'NO'} | "
                   f"{'yes' if met else 'NO'} |")
 
 
