@@ -67,7 +67,7 @@ SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model recei
 
 def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | None = None) -> str:
     """Read the text file at path. Given offset (the first line, from 1) or limit, each line starts with its
-    number and a tab, not part of the file."""
+    number and a tab, which are not in the file."""
     lines, notes = read_text(ws, ws.resolve(path), path)
     if not lines:
         return f"({path} is empty)"

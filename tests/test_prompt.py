@@ -99,7 +99,7 @@ def test_the_prompt_describes_the_frame_render_result_writes():
     ok, failed = render_result("NAME", True, "output"), render_result("NAME", False, "output")
     prompt_text = render_system_prompt(TOOLS)
     assert f"`{ok.splitlines()[0]}`" in prompt_text and f"`{failed.splitlines()[0].split(' <<')[0]}`" in prompt_text
-    assert f"the raw output, `{ok.splitlines()[-1]}`" in prompt_text
+    assert ok.splitlines()[0].endswith(f" <<{ok.splitlines()[-1]}") and "the raw output, and the marker after `<<`" in prompt_text
 
 
 @pytest.mark.parametrize("output, marker", [
