@@ -220,7 +220,7 @@ def not_found_message(text: str, old: str, new: str, path: str) -> str:
 
 
 def numbered(number: int, line: str) -> str:
-    """A line as read_file shows it: the number right-aligned in 6 columns, a tab, the line."""
+    """A line as read_file shows it in a range: the number right-aligned in 6 columns, a tab, the line (`cat -n`)."""
     return f"{number:>6}\t{line}"
 
 
