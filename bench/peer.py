@@ -26,8 +26,11 @@ def install(log=print) -> Path:
     if mini.exists() and installed_version(python) == VERSION:
         return mini
     log(f"installing {NAME} {VERSION} into {venv} with pip (once; it takes a few minutes)")
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{NAME}=={VERSION}"], check=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{NAME}=={VERSION}"], check=True)
+    except subprocess.CalledProcessError as error:
+        sys.exit(f"could not install {NAME} {VERSION} ({error}); run with --no-peer to measure plainagent alone")
     return mini
 
 

