@@ -88,17 +88,15 @@ def flow(text: str) -> str:
 
 
 def render_result(name: str, ok: bool, output: str) -> str:
-    """One result in its frame: a head naming the tool (and a failure), the output as raw text, an end line.
+    """One result as a here-document: a head naming the tool (and a failure), the raw output, an end line.
 
     >>> render_result("list_files", True, "app.py")
     'tool_result(list_files) <<END\\napp.py\\nEND'
 
-    Raw, because JSON escapes cost tokens and make code harder to copy. Framed like a shell here-document,
-    which every model has read: the head names the end marker, and the marker is a line the output does not
-    hold (END, else END2, END3...), so no file can end its result early and go on to pose as a call, a note
-    or another result. Absence makes the marker safe, not chance: END is one token where six random hex
-    digits were eight, twice a result. Success goes unsaid, as in the chat APIs' own tool results, where
-    only an error is flagged.
+    Raw, because JSON escapes cost tokens and make code harder to copy. The marker is no line of the output
+    (END, else END2, END3...), so no file can end its result early and pose as a call, a note or another
+    result: its absence makes it safe, not chance (END is one token; a random one was eight, twice a result).
+    Success goes unsaid, as in the chat APIs' tool results, where only an error is flagged.
     """
     marker = end_marker(output)
     return f"tool_result({name}{'' if ok else ', error'}) <<{marker}\n{output}\n{marker}"
