@@ -16,5 +16,6 @@ def test_the_benches_write_no_transcript_in_the_users_state_directory(tmp_path, 
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert session_bench.one_session()["requests"] > 0
-    assert tokens_bench.run_session(tokens_bench.scripted_replies(None))["exit_code"] == 0
+    run = tokens_bench.run_plainagent(tokens_bench.SESSIONS["big-module"], tokens_bench.ROOT, tokens_bench.estimate)
+    assert run.files_right and len(run.requests) == len(tokens_bench.SESSIONS["big-module"].steps)
     assert not (tmp_path / "home").exists()

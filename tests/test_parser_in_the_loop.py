@@ -58,7 +58,7 @@ def test_a_call_the_parser_does_not_accept_is_answered_with_the_call_to_write_ne
     assert ': tool: read_file({"path": "conf.py"}) Nothing was run.' in error["output"]
     assert "Nothing was run." in error["output"]
     assert session.history.messages[2] == {"role": "assistant", "content": attempt}  # kept as written
-    assert results_in(session.history.messages[5])[0]["output"].startswith("     1\tDEBUG = True\n")
+    assert results_in(session.history.messages[5])[0]["output"].startswith("DEBUG = True")
     assert len(model.seen) == 3
 
 

@@ -99,7 +99,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     shown = named(ws, path, full) + other_names(info)
     ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
-    return f"Edited {shown} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
+    return f"Edited {shown}{describe_change(document.text, asked, text, first, last, rule)}{warning}"
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
