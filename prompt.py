@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import secrets
-import textwrap
 from collections.abc import Callable, Sequence
 
 SYSTEM_PROMPT = """\
-You are a coding agent in the user's project directory (the workspace; paths are relative to it). To act,
-write a tool call on a line of its own: `tool:`, the tool's name, and its arguments as one JSON object.
-
-{example}
-
-You may write several calls in a reply; they run in order once you stop. The next message holds one
-result per call: `tool_result(NAME, ok) <<END_x` (or `error`), the tool's output exactly as produced, then
-the line `END_x`; x is new each time, so nothing in the output can end it early. Never write results yourself.
-When the task is done, or you need the user, reply without a call: that is your answer.
+You are a coding agent in the user's project directory (paths are relative to it). To call tools, write lines
+like `{example}` and stop: they run in order; the next message holds each result as
+`tool_result(NAME) <<END` (or `tool_result(NAME, error)`), the raw output, and the marker after `<<`. A reply
+without a call is your answer.
 
 # Tools
 
@@ -46,22 +39,27 @@ Standing instructions for this work; follow them unless the user says otherwise.
 
 
 def render_system_prompt(tools: dict[str, Callable], instructions: Sequence = ()) -> str:
-    """The system prompt, with one entry per tool: its signature, then its docstring indented; then each
-    set of project instructions (instructions.Instructions: `source`, `text`) under a heading naming it."""
-    entries = [f"{render_signature(name, tool)}\n{textwrap.indent(describe(tool), '    ')}"
-               for name, tool in tools.items()]
-    return SYSTEM_PROMPT.format(example=EXAMPLE_CALL, tools="\n\n".join(entries)) + "".join(
+    """The system prompt, with one entry per tool: its signature, then its docstring; then each set of project
+    instructions (instructions.Instructions: `source`, `text`) under a heading naming it, as written."""
+    entries = [f"{render_signature(name, tool)}\n{describe(tool)}" for name, tool in tools.items()]
+    return flow(SYSTEM_PROMPT).format(example=EXAMPLE_CALL, tools="\n\n".join(entries)) + "".join(
         INSTRUCTIONS.format(source=given.source, text=given.text) for given in instructions)
 
 
 def render_signature(name: str, tool: Callable) -> str:
-    """`edit_file(path: str, old_str: str, new_str: str)` — the signature without the workspace argument."""
+    """`search_files(pattern: str, path: str = ".", glob?: str)`: the signature without the workspace argument;
+    a parameter that defaults to None is written optional, TypeScript's way, which says it in fewer tokens."""
     params = list(inspect.signature(tool).parameters.values())[1:]
     rendered = []
     for param in params:
         if param.kind is inspect.Parameter.KEYWORD_ONLY:  # filled in by the toolbox, not by the model
             continue
-        text = f"{param.name}: {param.annotation}"  # annotations are strings (from __future__ import annotations)
+        hint = param.annotation  # a string under `from __future__ import annotations`, as in tools.py
+        hint = hint if isinstance(hint, str) else inspect.formatannotation(hint)
+        if param.default is None and hint.endswith(" | None"):
+            rendered.append(f"{param.name}?: {hint.removesuffix(' | None')}")
+            continue
+        text = f"{param.name}: {hint}"
         if param.default is not inspect.Parameter.empty:
             text += f" = {json.dumps(param.default)}"
         rendered.append(text)
@@ -69,32 +67,50 @@ def render_signature(name: str, tool: Callable) -> str:
 
 
 def describe(tool: Callable) -> str:
-    return inspect.cleandoc(tool.__doc__ or "")
+    return flow(inspect.cleandoc(tool.__doc__ or ""))
+
+
+def flow(text: str) -> str:
+    """Each sentence on one line: the source wraps at 120 columns, but every request carries the prompt, and a
+    line break costs a token where a space costs none (it goes with the next word). Blank lines, indented lines
+    (a docstring's Args entries) and the line after one ending with ":" stay as they are."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        joins = lines and lines[-1] and line and not (line[0].isspace() or lines[-1][0].isspace())
+        if joins and not lines[-1].endswith(":"):
+            lines[-1] += " " + line
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 # --- results and errors, as the model reads them ---
 
 
 def render_result(name: str, ok: bool, output: str) -> str:
-    """One result in its frame: a head naming the tool and the outcome, the output as raw text, an end line.
+    """One result as a here-document: a head naming the tool (and a failure), the raw output, an end line.
 
-    >>> render_result("list_files", True, "app.py")  # doctest: +SKIP
-    'tool_result(list_files, ok) <<END_3f9a1c\\napp.py\\nEND_3f9a1c'
+    >>> render_result("list_files", True, "app.py")
+    'tool_result(list_files) <<END\\napp.py\\nEND'
 
-    Raw, because JSON escapes cost tokens and make code harder to copy; framed by a marker drawn at random
-    for each result and never found in the output, so no file can end its result early and go on to pose
-    as a call, a note or another result.
+    Raw, because JSON escapes cost tokens and make code harder to copy. The marker is no line of the output
+    (END, else END2, END3...), so no file can end its result early and pose as a call, a note or another
+    result: its absence makes it safe, not chance (END is one token; a random one was eight, twice a result).
+    Success goes unsaid, as in the chat APIs' tool results, where only an error is flagged.
     """
-    marker, n_bytes = new_marker(3), 3
-    while marker in output:  # each try is a byte longer, so even an output holding every marker ends the loop
-        n_bytes += 1
-        marker = new_marker(n_bytes)
-    return f"tool_result({name}, {'ok' if ok else 'error'}) <<{marker}\n{output}\n{marker}"
+    marker = end_marker(output)
+    return f"tool_result({name}{'' if ok else ', error'}) <<{marker}\n{output}\n{marker}"
 
 
-def new_marker(n_bytes: int) -> str:
-    """`END_` and n_bytes random bytes in hex: six hex digits cost the model about eight tokens."""
-    return f"END_{secrets.token_hex(n_bytes)}"
+def end_marker(output: str) -> str:
+    """`END`, or the first of END2, END3... that is no line of `output` (spaces around it aside): a try per
+    such line at most, so no output can keep it looking."""
+    lines = {line.strip() for line in output.splitlines()}
+    marker, number = "END", 1
+    while marker in lines:
+        number += 1
+        marker = f"END{number}"
+    return marker
 
 
 def render_results(results: list[str], notes: list[str]) -> str:

@@ -29,14 +29,14 @@ from harness.cli.display import describe_args, outcome, summarize
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
-from harness.sandbox.fetch import fetch, render_page
-from harness.sandbox.files import change_file, read_text
+from harness.sandbox.files import change_file, cut_lines, read_text
 from harness.sandbox.guard import denied_by, refusal
 from harness.sandbox.permissions import Permissions
 from harness.sandbox.search import (
     TimeLimitHit,
     capped,
     files_to_search,
+    matching_lines,
     nothing_shown,
     overview,
     searchable_lines,
@@ -50,7 +50,7 @@ from prompt import JSON_TYPES, UNKNOWN_TOOL, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
 
-# Lines per read_file call. 250 lines of typical code are ~3.5k tokens: a page still fits an 8k-token local
+# Lines per read_file call. 250 lines of typical code are ~3.5-4k tokens: a page still fits an 8k-token local
 # window beside the prompt and the task (400 did not), and each page stays in the history for later requests.
 # Codex CLI's prompt asks for the same 250-line chunks.
 READ_MAX_LINES = 250
@@ -67,45 +67,38 @@ SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model recei
 # --- the tools (docstrings are what the model reads: keep them exact and short) ---
 
 
-def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = READ_MAX_LINES) -> str:
-    """Read a text file, at most 250 lines (25 KB) a call; the last line says how to read on. Each
-    line is shown as its number, a tab, then the line; the numbers are not part of the file, so never copy
-    them into old_str.
-
-    Args:
-        path: the file.
-        offset: the line to start at (1 is the first).
-        limit: how many lines to show.
-    """
+def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | None = None) -> str:
+    """Read the text file at path. Given offset (the first line, from 1) or limit, each line starts with its
+    number and a tab, which are not in the file."""
     lines, notes = read_text(ws, ws.resolve(path), path)
     if not lines:
         return f"({path} is empty)"
-    if offset < 1 or offset > len(lines):
-        raise ToolError(f"offset {offset} is outside {path}, which has {len(lines)} lines; "
+    first = 1 if offset is None else offset
+    if first < 1 or first > len(lines):
+        raise ToolError(f"offset {first} is outside {path}, which has {len(lines)} lines; "
                         f"use an offset from 1 to {len(lines)}.")
+    # Numbers only where the model asked for a range: there it wants positions; a whole file is read to be
+    # understood and copied from, and a number on each line would cost as much as a third of its text.
+    numbers = offset is not None or limit is not None
+    wanted = len(lines) - first + 1 if limit is None else max(1, limit)
     shown, size = [], 0
-    for number in range(offset, min(offset + max(1, min(limit, READ_MAX_LINES)), len(lines) + 1)):
+    for number in range(first, first + min(wanted, READ_MAX_LINES, len(lines) - first + 1)):
         line = shortened(lines[number - 1], LINE_MAX_CHARS)
-        size += len(line) + 8
+        size += len(line) + (8 if numbers else 1)
         if shown and size > READ_MAX_BYTES:
             break
-        shown.append(numbered(number, line))
-    last = offset + len(shown) - 1
-    if last < len(lines):
-        footer = f"(lines {offset}-{last} of {len(lines)}; call read_file with offset={last + 1} to read on)"
-    else:
-        footer = f"(lines {offset}-{last} of {len(lines)}; end of file)"
-    return "\n".join(shown + [footer] + [f"(note: {note})" for note in notes])
+        shown.append(numbered(number, line) if numbers else line)
+    last = first + len(shown) - 1
+    # A footer only when the page limits stopped the read short of what was asked: then the model needs the
+    # next offset. A range shown whole, or a whole file, needs none.
+    footer = [f"(lines {first}-{last} of {len(lines)}; read on with offset={last + 1})"] if last < min(
+        first + wanted - 1, len(lines)) else []
+    notes += cut_lines(path, lines[first - 1:last], first, LINE_MAX_CHARS)
+    return "\n".join(shown + footer + [f"(note: {note})" for note in notes])
 
 
 def list_files(ws: Workspace, path: str = ".") -> str:
-    """List the files under a directory, recursively; directories end with "/". Leaves out dependency,
-    cache and virtualenv directories and what git ignores. A big tree shows only its top levels and says
-    so; then list a subdirectory to see inside it.
-
-    Args:
-        path: the directory ("." is the workspace root).
-    """
+    """List the files under path, recursively, without dependencies, caches and what git ignores."""
     full = ws.resolve(path)
     if not full.exists():
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
@@ -120,16 +113,8 @@ def list_files(ws: Workspace, path: str = ".") -> str:
 
 
 def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
-    """Replace old_str with new_str in a file. old_str must match exactly one place: copy it from
-    read_file output without the line numbers, with enough lines around the change to be unique. An empty
-    old_str creates a new file holding new_str (it never overwrites an existing file). The file's line
-    endings and encoding are kept.
-
-    Args:
-        path: the file.
-        old_str: the exact text to replace, or "" to create a new file.
-        new_str: the text to put in its place (the whole content, for a new file).
-    """
+    """In the file at path, replace old_str, which must match one place exactly (no line numbers), with
+    new_str; an empty old_str creates a new file."""
     try:
         return change_file(ws, path, old_str, new_str)
     except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
@@ -137,15 +122,7 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search text files for a Python regular expression; prints path:line: text for each matching
-    line, at most 100. Searches the text files list_files shows, and names those it skipped. Stops
-    after 10 seconds with what it found so far.
-
-    Args:
-        pattern: e.g. "TODO|FIXME" or "def [a-z_]+_file".
-        path: the file or directory to search.
-        glob: only files whose name or path matches it, e.g. "*.py"; null for all.
-    """
+    """Search the text files under path for pattern, a Python regex; glob (e.g. "*.py") narrows them."""
     try:
         regex = re.compile(pattern)
     except re.error as error:
@@ -163,8 +140,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
                 lines = searchable_lines(ws, file, full, path)
                 if lines is None:
                     continue
-                matches += [f"{name}:{number}: {shortened(line.strip(), SEARCH_LINE_MAX_CHARS)}"
-                            for number, line in enumerate(lines, 1) if regex.search(line)]
+                matches += matching_lines(name, lines, regex, SEARCH_LINE_MAX_CHARS)
                 n_files += 1
     except TimeLimitHit:
         where = f"in {name}" if name else "while finding the files"
@@ -180,14 +156,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
 
 
 def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
-    """Run a shell command in the workspace root; returns its exit code and output (stdout and stderr
-    together; long output keeps its start and end). It is killed after `timeout` seconds. There is no
-    stdin, so use non-interactive flags (e.g. "git --no-pager log", "pip install -q").
-
-    Args:
-        command: e.g. "python -m pytest -q".
-        timeout: seconds, 1 to 600.
-    """
+    """Run a shell command in the workspace root, without stdin; timeout is in seconds."""
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
     if rule := denied_by(command, ws.deny_rules, str(ws.root)):  # before the question: refused in every mode, --yes too
@@ -197,28 +166,18 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
 
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
-    """Fetch a web page as plain text; a long one is cut, and the cut says how to read on.
-
-    Args:
-        url: e.g. "https://docs.python.org/3/".
-        offset: the character to start at.
-    """
+    """Fetch the web page at url as plain text, from character offset; a long page's cut says how to read on."""
     # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
     # for a fetch means that host (terminal.py), as the title names it.
+    from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
+
     page = fetch(url, ws.fetch_allow, lambda host, shown: ws.approve("fetch", f"fetch from {host}", shown))
     return render_page(page, ws.redact(page.text), offset, FETCH_MAX_CHARS)  # redacted before it is cut
 
 
 def delegate(ws: Workspace, task: str, *, subagent: Callable[[str], str] | None = None) -> str:
-    """Hand a reading job to a sub-agent: it starts with a fresh context, reads, lists and searches the
-    workspace on its own (at most 10 steps) and returns only its final answer, so its reading does not fill
-    your context. Use it for broad searches ("find where X is handled"), surveys of many files, or summing
-    up a big file. Not for anything that writes or runs commands (it cannot), nor for one file you can read
-    yourself. It sees nothing of this conversation: say in the task all it needs to know.
-
-    Args:
-        task: the question, complete on its own, e.g. "Where are HTTP retries handled? Name files and functions."
-    """
+    """A read-only sub-agent with a fresh context answers task, and only its answer comes back: for broad
+    searches."""
     if subagent is None:  # the toolbox passes it in (agent.run_subagent); a sub-agent's toolbox has none
         raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
     if not task.strip():

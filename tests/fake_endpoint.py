@@ -6,7 +6,8 @@ returning an item (a model, or a server with limits, that answers what it is sen
     {"status": 429,             # default 200
      "headers": {...},          # response headers, over the defaults (Content-Type)
      "body": dict, str, bytes,  # a dict is sent as JSON (UTF-8, as providers do), a str as text/html
-     "delay": 0.5,              # seconds to wait before answering (a slow model)
+     "hold": True,              # answer only once the endpoint closes (a model still thinking when the
+                                # client gives up), or once a threading.Event the test holds is set
      "encoding": "gzip",        # compress the body: "gzip" or "deflate", with the Content-Encoding header
      "chunked": 7,              # send with Transfer-Encoding: chunked, in pieces of this many bytes
      "drop": True}              # close the connection without answering
@@ -14,19 +15,32 @@ or, for a streamed reply (Content-Type: text/event-stream, sent with Transfer-En
     {"events": [...],           # each a dict, sent as `data: {json}`, or a str sent as it is (": keep-alive",
                                 # "data: [DONE]", "error: {...}"); each is followed by a blank line
      "split": 3,                # write the stream in pieces of this many bytes (a character split between them)
-     "pause": 0.01,             # seconds to wait after each piece (each event, without "split")
-     "linger": 5,               # seconds to wait after the last event before ending the body
-     "hang_up": True}           # close the connection after the events, without ending the chunked body
+     "pause": 0.01,             # seconds to wait after each piece (each event, without "split"): a stream that
+                                # drips, for the tests of timeouts and for the benchmarks
+     "hold": True,              # as above, but after the first `hold_at` pieces: a reply still being written
+     "hold_at": 2,
+     "linger": True,            # after the last event, keep the body open until the endpoint closes (or an Event)
+     "hang_up": True,           # close the connection after the events, without ending the chunked body
+     "close": 0.2}              # end the body, then close the connection this many seconds later, whatever
+                                # came meanwhile (uvicorn, once a stream's exception is logged)
 `stream_events()` makes the events of a reply. `sent` records (time.monotonic(), piece) for each piece of a
-stream as it is written, for the benchmark.
+stream as it is written, for the benchmark. `wait_for_requests(n)` returns once n requests have arrived.
+
+Only "pause" waits on a clock: a test that needs a slow model holds the reply instead, and lets it go (or
+closes the endpoint) when the moment it is testing has come.
 """
 
 from __future__ import annotations
 
+import atexit
+import compileall
 import gzip
 import json
+import py_compile
 import shutil
+import socket
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -38,12 +52,22 @@ ROOT = Path(__file__).resolve().parent.parent  # the program: agent.py, tools.py
 
 
 def install_program(home: Path) -> Path:
-    """A copy of the program in `home`, so that no developer's .env next to agent.py is read."""
-    home.mkdir(parents=True, exist_ok=True)
-    for source in ROOT.glob("*.py"):
-        shutil.copy(source, home / source.name)
-    shutil.copytree(ROOT / "harness", home / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of the program in `home`, so that no developer's .env next to agent.py is read. The copy comes
+    with its modules compiled (once for all the copies a test run makes), so no run of it compiles them again."""
+    global compiled_program
+    if compiled_program is None:
+        compiled_program = Path(tempfile.mkdtemp(prefix="plainagent-program-"))
+        atexit.register(shutil.rmtree, compiled_program, ignore_errors=True)
+        for source in ROOT.glob("*.py"):
+            shutil.copy(source, compiled_program / source.name)
+        shutil.copytree(ROOT / "harness", compiled_program / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+        # Checked against a hash of the source, not its time: a copy is as fresh as what it was copied from.
+        compileall.compile_dir(compiled_program, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    shutil.copytree(compiled_program, home, dirs_exist_ok=True)
     return home
+
+
+compiled_program: Path | None = None  # the program and its bytecode, made by the first install_program
 
 # How each Content-Encoding is made; "deflate" is the zlib format (RFC 1950), as HTTP means it.
 ENCODERS = {"gzip": gzip.compress, "deflate": zlib.compress}
@@ -88,6 +112,28 @@ def stream_events(text: str, pieces: int = 3, finish_reason: str | None = "stop"
     return events + (["data: [DONE]"] if done else [])
 
 
+def llama_cpp_python(window: int, answer) -> object:
+    """A script item for every request: llama-cpp-python's server (0.3.36) with a context window of `window`
+    tokens, counting 4 bytes of the messages' JSON as a token. A request past the window gets what that server
+    sends: without `stream`, a 400 `context_length_exceeded` stating the window; with `stream`, a 200 event
+    stream that ends before its first event (its exception is raised after the headers went out), and the
+    connection closed after it, though its headers said keep-alive (uvicorn's way after an exception). Any other
+    request gets `answer(body)`'s text, streamed when asked to be."""
+    def server(body: dict):
+        tokens = len(json.dumps(body["messages"])) // 4
+        if tokens > window and body.get("stream"):
+            return {"events": [], "headers": {"Content-Type": "text/event-stream; charset=utf-8"}, "close": 0.2}
+        if tokens > window:
+            return {"status": 400, "body": {"error": {
+                "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                           f"{tokens + 16} tokens ({tokens} in the messages, 16 in the completion). Please reduce "
+                           "the length of the messages or completion.",
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}}
+        text = answer(body)
+        return {"events": stream_events(text)} if body.get("stream") else {"body": completion(text)}
+    return server
+
+
 def split_chunks(data: bytes, size: int) -> list[bytes]:
     """`data` in pieces of `size` bytes, cut where the count falls (inside a UTF-8 character too)."""
     return [data[start:start + size] for start in range(0, len(data), size)]
@@ -110,10 +156,16 @@ class FakeEndpoint:
         self.n_connections = 0
         self.sent: list[tuple[float, bytes]] = []
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)  # notified as each request is recorded
+        self.closing = threading.Event()  # set when the endpoint closes: every held reply is let go
+        self.held: list[threading.Event] = []  # what held replies wait for
         endpoint = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real providers do
+            # The headers and the body go out in separate writes: with Nagle's algorithm the body would wait
+            # for the client's delayed ACK of the headers, 40 ms on every request.
+            disable_nagle_algorithm = True
 
             def setup(self):
                 super().setup()
@@ -131,9 +183,11 @@ class FakeEndpoint:
                         "status": 500, "body": {"error": {"message": "the test script has no more replies"}}}
                     if callable(item):  # under the lock, received[-1] is this request
                         item = item(endpoint.received[-1].body)
+                    endpoint.arrived.notify_all()
                 if isinstance(item, str):
                     item = {"body": completion(item)}
-                time.sleep(item.get("delay", 0))  # a slow model, for interrupt tests
+                if "hold_at" not in item:
+                    endpoint.hold(item.get("hold"))
                 if item.get("drop"):
                     self.close_connection = True  # the handler returns, and the socket closes unanswered
                 elif "events" in item:
@@ -175,16 +229,22 @@ class FakeEndpoint:
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.flush()
-                for piece in pieces:
+                for number, piece in enumerate(pieces):
+                    if number == item.get("hold_at"):
+                        endpoint.hold(item.get("hold"))
                     endpoint.sent.append((time.monotonic(), piece))  # the moment it starts on its way
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
                     time.sleep(item.get("pause", 0))
-                time.sleep(item.get("linger", 0))
+                endpoint.hold(item.get("linger"))
                 if item.get("hang_up"):
                     self.close_connection = True
                 else:
                     self.wfile.write(b"0\r\n\r\n")
+                    if "close" in item:
+                        self.wfile.flush()
+                        time.sleep(item["close"])
+                        self.close_connection = True
 
             def log_message(self, *args):  # keep test output clean
                 pass
@@ -192,11 +252,43 @@ class FakeEndpoint:
         self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.serving = threading.Thread(target=self.serve, daemon=True)
+
+    def hold(self, until: bool | threading.Event | None) -> None:
+        """Wait as a held reply does: for `until` (an Event the test sets; True: none) or the endpoint's closing."""
+        if until:
+            event = self.closing if until is True else until
+            with self.lock:
+                if self.closing.is_set():
+                    return
+                self.held.append(event)  # closing sets it too, so no handler outlives the endpoint
+            event.wait()
+
+    def wait_for_requests(self, n: int, timeout: float = 30) -> None:
+        """Return once `n` requests have arrived (the timeout only ends a test that would hang)."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.received) >= n, timeout), \
+                f"{len(self.received)} of {n} requests arrived"
+
+    def serve(self) -> None:
+        """Accept connections until the endpoint closes, each served on a thread of its own. (Not
+        serve_forever: it looks for shutdown() every half second, which every test would wait out.)"""
+        while True:
+            connection, address = self.server.socket.accept()
+            if self.closing.is_set():  # the connection __exit__ makes to wake this loop
+                connection.close()
+                return
+            self.server.process_request(connection, address)
 
     def __enter__(self) -> FakeEndpoint:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serving.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
+        self.closing.set()
+        with self.lock:
+            for event in self.held:
+                event.set()
+        socket.create_connection(self.server.server_address).close()  # wakes accept() in serve()
+        self.serving.join()
         self.server.server_close()

@@ -1,9 +1,12 @@
 """Reading a results message back the way the frame promises the model it can be read: the tests' view of
-what `prompt.render_results` wrote. Strict: anything that is neither a note nor a whole framed result fails."""
+what `prompt.render_results` wrote. Strict: anything that is neither a note nor a whole framed result fails.
+
+A result is a here-document: `tool_result(NAME) <<MARKER` (`tool_result(NAME, error) <<MARKER` for a failure),
+the output, then the first line that is MARKER alone."""
 
 import re
 
-HEAD = re.compile(r"tool_result\(([^\s,]+), (ok|error)\) <<(END_[0-9a-f]{6,})\n")
+HEAD = re.compile(r"tool_result\(([^\s,()]+)(, error)?\) <<(END\d*)\n")
 
 
 def read_message(content: str) -> tuple[list[str], list[dict]]:
@@ -19,13 +22,11 @@ def read_message(content: str) -> tuple[list[str], list[dict]]:
             notes.append(line.removeprefix("Note: "))
             position = line_end + 1
             continue
-        name, outcome, marker = head.groups()
-        end = content.find("\n" + marker, head.end())  # the first place the marker stands: the frame's end
-        assert end != -1, f"the result of {name} has no end line {marker}"
-        after = end + 1 + len(marker)
-        assert content[after:after + 1] in ("", "\n"), f"the end line of {name} holds more than {marker}"
-        results.append({"tool": name, "ok": outcome == "ok", "output": content[head.end():end]})
-        position = after + 1
+        name, error, marker = head.groups()
+        end = re.compile(rf"\n{marker}(?:\n|\Z)").search(content, head.end())  # the first line that is the marker
+        assert end is not None, f"the result of {name} has no end line {marker}"
+        results.append({"tool": name, "ok": error is None, "output": content[head.end():end.start()]})
+        position = end.end()
     return notes, results
 
 

@@ -1,6 +1,7 @@
 """What a tool opens is what it checked: walking from the root by descriptors, no link followed, and writes
 that never overwrite what they did not read. On real files in tmp_path; the race with a concurrent process
-swapping a folder for a link is run for real, and must never once reach outside."""
+swapping a folder for a link is run for real, and must never once reach outside. The same rules hold by path, as
+on Windows (no descriptors there): every link on the way refused; only that race is not closed there."""
 
 import os
 import re
@@ -14,8 +15,13 @@ from harness.sandbox.beneath import Changed
 from tools import Workspace, run_tool
 
 
-@pytest.fixture
-def root(tmp_path):
+@pytest.fixture(params=["descriptors", "paths"])
+def root(request, tmp_path, monkeypatch):
+    """Each test twice: by directory descriptors, and as on Windows, which has none (nor O_NOFOLLOW): by path,
+    each step looked at as it is reached."""
+    if request.param == "paths":
+        monkeypatch.setattr(beneath, "DESCRIPTORS", False)
+        monkeypatch.setattr(beneath, "NO_LINK", beneath.NO_LINK & ~os.O_NOFOLLOW)
     root = tmp_path / "project"
     (root / "sub").mkdir(parents=True)
     (root / "sub/a.txt").write_bytes(b"inside\n")

@@ -452,6 +452,39 @@ def test_a_task_larger_than_the_window_says_so():
     assert model.turns == []
 
 
+@pytest.mark.parametrize("task", ["fix the typo", "fix this: " + "y" * 2_000], ids=["short task", "longer task"])
+def test_a_system_prompt_larger_than_the_window_is_named_not_the_task(task):
+    """A large AGENTS.md and a small --context-tokens: it is the system prompt that does not fit, whatever the
+    task (short, or shorter than the system prompt)."""
+    model = Model()
+    context = Context([{"role": "system", "content": "Tools...\n# AGENTS.md\n" + "Rule: be careful.\n" * 800}], 2000,
+                      model)
+    context.add("user", task)
+    with pytest.raises(ChatError) as raised:
+        chat(context)
+    system, asked = (context.budget.estimate([message]) for message in context.messages)
+    assert system > asked and system + asked > 2000
+    also = "" if system > 2000 else f" and the task about {asked:,}"
+    assert str(raised.value) == (
+        f"the system prompt is about {system:,} tokens{also}, more than the context budget of 2,000: the tools' "
+        "descriptions and any AGENTS.md instructions go with every request. Shorten AGENTS.md, or give the model a "
+        "larger window (--context-tokens, and a local server's own context size).")
+    assert model.turns == []
+
+
+def test_a_task_and_a_system_prompt_that_fit_only_apart_name_the_larger_part():
+    model = Model()
+    context = Context([{"role": "system", "content": "S" * 2_400}], 2000, model)
+    context.add("user", "fix this: " + "y" * 4_000)
+    with pytest.raises(ChatError) as raised:
+        chat(context)
+    system, asked = (context.budget.estimate([message]) for message in context.messages)
+    assert asked < 2000 < system + asked
+    assert str(raised.value) == (f"the task itself is about {asked:,} tokens and the system prompt about {system:,}, "
+                                 "more than the context budget of 2,000: shorten the task, or put it in a file and "
+                                 "ask to read that file.")
+
+
 def test_a_cut_output_keeps_its_head_and_its_tail_and_states_its_real_size():
     output = "".join(f"test {n:03d} passed\n" for n in range(1, 201)) + "FAILED test_x: boom\n1 failed, 199 passed\n"
     fitted = fit_outputs([output], 1000)[0]

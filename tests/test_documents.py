@@ -2,6 +2,8 @@
 (CRLF, LF or CR, nothing else) that read_file, edit_file, search and the parser count with. Edits through
 the tool, byte for byte, are in test_edits.py."""
 
+import codecs
+
 import pytest
 
 from harness.parser import toolcalls
@@ -18,9 +20,29 @@ def test_keep_final_newline(before, after, kept):
 
 
 def test_decode_for_edit_round_trips_bytes():
-    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r"]:
+    for raw in [b"a\r\nb\r\n", b"\xef\xbb\xbfa\nb", b"", "ü\n".encode(), b"a\r\nb\nc\rd", b"\r\n\n\r",
+                codecs.BOM_UTF16_LE + "a\r\n€\n".encode("utf-16-le"), codecs.BOM_UTF16_BE,
+                codecs.BOM_UTF32_BE + "😀\r".encode("utf-32-be")]:
         document = decode_for_edit(raw, "f")
         assert document.encode(document.text) == raw
+
+
+@pytest.mark.parametrize("raw, text, codec", [
+    (b"plain\n", "plain\n", "utf-8"),
+    (codecs.BOM_UTF8 + b"marked", "marked", "utf-8"),
+    (codecs.BOM_UTF16_LE + "x😀".encode("utf-16-le"), "x😀", "utf-16-le"),  # a character in two halves
+    (codecs.BOM_UTF32_LE + "x".encode("utf-32-le"), "x", "utf-32-le"),  # not UTF-16 LE with a NUL character
+    (b"\xff\xfeabc", "\u6261\ufffd", "utf-16-le"),  # a mark by chance on 3 bytes: not valid, never edited
+])
+def test_decode_tells_the_encoding_by_the_byte_order_mark(raw, text, codec):
+    decoded = documents.decode(raw)
+    assert (decoded.text, decoded.codec) == (text, codec)
+    assert bool(decoded.problem()) == ("\ufffd" in text)
+
+
+@pytest.mark.parametrize("raw", [b"PK\x03\x04\0\0", "no mark".encode("utf-16-le"), codecs.BOM_UTF16_LE + b"a\0\0\0"])
+def test_decode_calls_binary_what_holds_nul_characters(raw):
+    assert documents.decode(raw) is None
 
 
 def test_split_lines_breaks_at_crlf_lf_and_cr_only():

@@ -1,42 +1,61 @@
 """End to end, long sessions: `python agent.py` under a small context budget, against a server that refuses
-what passes its window, killed with kill -9 in the middle of a task and resumed. The long scenarios are
-bench/long_session.py's, run smaller or whole; their model answers right only from what its request holds."""
+what passes its window, killed with kill -9 in the middle of a task and resumed. The long sessions are
+bench/long_session.py's scenarios, whole; their model (reader_model.py) answers right only from what its
+request holds."""
 
 import json
 import os
+import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
+from reader_model import ReaderModel, ask, collect, expected_answers, write_files
 from test_e2e import KEY, agent
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
 
-from long_session import run_scenario  # noqa: E402
+def run_long_session(install, project, tmp_path, *, one_task: bool, n_files: int, budget: int | None,
+                     window: int | None) -> dict:
+    """The REPL asked about each of `n_files` files in turn (or one task reading them all), against a model
+    that answers only from what its request holds and a server that refuses requests over `window` tokens."""
+    write_files(project, n_files)
+    model = ReaderModel(window=window)
+    argv = ["--context-tokens", str(budget)] if budget else []
+    if one_task:
+        argv += ["-p", collect(n_files), "--max-steps", str(n_files + 5)]
+    stdin = "" if one_task else "".join(ask(n) + "\n" for n in range(1, n_files + 1)) + "exit\n"
+    with FakeEndpoint([model] * 1000) as endpoint:
+        done = agent(install, project, endpoint, *argv, stdin=stdin)
+    entries = [json.loads(line) for line in transcripts(tmp_path)[0].read_text().splitlines()]
+    answers = [line for line in done.stdout.splitlines() if line.strip()]
+    return {"returncode": done.returncode, "stderr": done.stderr, "answers": answers,
+            "right": answers == expected_answers("one-task" if one_task else "repl", n_files),
+            "refused": model.n_refused, "largest": max(model.requests),
+            "compactions": sum(entry["type"] == "compaction" for entry in entries),
+            "transcript": transcripts(tmp_path)[0]}
 
 
-def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(tmp_path):
-    result = run_scenario("repl", tmp_path, n_files=30, budget=8000)
+def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(install, project, tmp_path):
+    result = run_long_session(install, project, tmp_path, one_task=False, n_files=30, budget=8000, window=8000)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
     assert result["refused"] == 0 and result["largest"] <= 8000  # the fake server refuses anything over 8,000
     assert result["compactions"] >= 5 and "Context compacted:" in result["stderr"]
-    assert "Traceback" not in result["stderr"] and "sk-bench-key" not in result["transcript"].read_text()
+    assert "Traceback" not in result["stderr"] and KEY not in result["transcript"].read_text()
 
 
-def test_one_long_task_reading_twenty_files_keeps_the_models_notes(tmp_path):
-    result = run_scenario("one-task", tmp_path, n_files=20, budget=8000)
+def test_one_long_task_reading_twenty_files_keeps_the_models_notes(install, project, tmp_path):
+    result = run_long_session(install, project, tmp_path, one_task=True, n_files=20, budget=8000, window=8000)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
     assert result["refused"] == 0 and result["largest"] <= 8000 and result["compactions"] >= 3
 
 
-def test_a_server_refusing_requests_over_its_window_is_survived(tmp_path):
-    result = run_scenario("refusing", tmp_path, n_files=8, budget=None)  # the default budget: 32,000
+def test_a_server_refusing_requests_over_its_window_is_survived(install, project, tmp_path):
+    result = run_long_session(install, project, tmp_path, one_task=False, n_files=8, budget=None,  # 32,000
+                              window=4096)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
     assert result["refused"] == 1 and result["largest"] <= 4096
@@ -66,13 +85,6 @@ def test_resume_after_a_clean_exit_carries_the_history_with_one_system_prompt(in
     assert len(transcripts(tmp_path)) == 1  # the session went on in its own file
 
 
-def run_until(process, condition, timeout=20):
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert condition(), "the agent never got there"
-
-
 def start_agent(install, project, endpoint, *argv):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
@@ -81,10 +93,10 @@ def start_agent(install, project, endpoint, *argv):
 
 
 def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_message(install, project, tmp_path):
-    script = ['tool: read_file({"path": "greet.py"})', {"body": completion("too late"), "delay": 30}]
+    script = ['tool: read_file({"path": "greet.py"})', {"body": completion("too late"), "hold": True}]
     with FakeEndpoint(script) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "fix greet.py")
-        run_until(process, lambda: len(endpoint.received) == 2)
+        endpoint.wait_for_requests(2)
         process.kill()  # SIGKILL: nothing gets to clean up
         process.communicate(timeout=20)
     before = endpoint.received[1].body["messages"]  # what the model was last sent
@@ -99,12 +111,15 @@ def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_messa
 
 
 def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(install, project, tmp_path):
-    command = 'tool: run_command({"command": "sleep 5"})'
+    os.mkfifo(project / "running")  # the command says it has begun by writing a line into it
+    running = os.open(project / "running", os.O_RDONLY | os.O_NONBLOCK)
+    command = 'tool: run_command({"command": "echo > running; sleep 5"})'
     with FakeEndpoint([command]) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "wait a bit", "--yes")
-        run_until(process, lambda: transcripts(tmp_path) and '"role": "assistant"' in transcripts(tmp_path)[0].read_text())
+        assert select.select([running], [], [], 20)[0], "the command never began"
         process.kill()
         process.communicate(timeout=20)
+    os.close(running)
     with FakeEndpoint(["I will check first."]) as endpoint:
         resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
     assert resumed.returncode == 0, resumed.stderr
@@ -180,9 +195,9 @@ def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tm
     with FakeEndpoint(["Hello."]) as endpoint:
         agent(install, project, endpoint, "-p", "hi")
     path = transcripts(tmp_path)[0]
-    with FakeEndpoint([{"body": completion("A done."), "delay": 30}, "B done."]) as endpoint:
+    with FakeEndpoint([{"body": completion("A done."), "hold": True}, "B done."]) as endpoint:
         first = start_agent(install, project, endpoint, "--resume", str(path), "-p", "task A")
-        run_until(first, lambda: len(endpoint.received) == 1)  # A holds the session, waiting for the model
+        endpoint.wait_for_requests(1)  # A holds the session, waiting for the model
         second = agent(install, project, endpoint, "--resume", str(path), "-p", "task B")
         plain = agent(install, project, endpoint, "--resume", "-p", "task B")
         first.kill()
@@ -210,11 +225,12 @@ def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
                            f"resume it there (-C {project}), or start a new session here.\n")
 
 
-def test_the_benches_write_no_transcript_in_the_users_state_directory(tmp_path, monkeypatch):
-    import session as session_bench
+@pytest.mark.parametrize("name", ["test-fix", "rename", "logs"])
+def test_every_bench_session_ends_with_the_files_right_and_a_history_only_appended_to(name):
+    """The token suite's sessions stay true to the agent: each scripted call still does what the session
+    expects, and every request extends the one before (what providers' prompt caches need)."""
     import tokens as tokens_bench
-    monkeypatch.delenv("XDG_STATE_HOME")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert session_bench.one_session()["requests"] > 0
-    assert tokens_bench.run_session(tokens_bench.scripted_replies(None))["exit_code"] == 0
-    assert not (tmp_path / "home").exists()
+    session = tokens_bench.SESSIONS[name]
+    run = tokens_bench.run_plainagent(session, tokens_bench.ROOT, tokens_bench.estimate)
+    assert run.files_right and len(run.requests) == len(session.steps)
+    assert run.measure()["append_only"] == f"{len(session.steps) - 1} of {len(session.steps) - 1}"

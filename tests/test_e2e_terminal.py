@@ -5,12 +5,18 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
-from test_e2e import KEY
+from test_e2e import KEY, wait_until_asleep
+
+try:
+    import termios
+except ImportError:  # not on Windows: the tests below are skipped there
+    termios = None
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
 
@@ -34,63 +40,70 @@ class Screen:
         os.close(slave)
         self.text = ""  # everything shown so far, with the terminal's "\r\n" as "\n"
         self.seen = 0  # where the next expect starts looking
+        self.closed = False  # the program has exited and its side of the terminal is closed
 
     def expect(self, wanted: str, timeout: float = 15) -> str:
         """Wait until `wanted` appears after what earlier expects found; returns the screen up to it."""
         deadline = time.monotonic() + timeout
         while wanted not in self.text[self.seen:]:
-            if time.monotonic() > deadline or not self.read(deadline - time.monotonic()):
+            if self.closed or not self.read(deadline - time.monotonic()):
                 raise AssertionError(f"{wanted!r} never appeared; the screen shows:\n{self.text[self.seen:]}")
         end = self.text.index(wanted, self.seen) + len(wanted)
         shown, self.seen = self.text[self.seen:end], end
         return shown
 
     def read(self, timeout: float) -> bool:
+        """Add what the program writes next to `text`; False if nothing came within `timeout` or it has exited."""
         if not select.select([self.master], [], [], max(timeout, 0))[0]:
             return False
         try:
             data = os.read(self.master, 65536)
         except OSError:  # EIO: the program has exited and closed the terminal
-            return False
+            data = b""
+        self.closed = not data
         self.text += data.decode("utf-8", errors="replace").replace("\r\n", "\n")
         return bool(data)
 
     def prompt(self) -> str:
-        """Wait for the REPL's prompt, and as long as a person would take to start typing: a key pressed in the
-        instant before readline starts reading is handled by the terminal instead (Ctrl-D and Ctrl-C lost)."""
+        """Wait for the REPL's prompt, and for the program to wait there for a key (see `wait_for_a_key`)."""
         shown = self.expect("> ")
-        time.sleep(0.2)
+        self.wait_for_a_key()
         return shown
+
+    def wait_for_a_key(self) -> None:
+        """Wait until the program sleeps waiting for the user. readline has set the terminal up before it
+        shows the prompt, but CPython only looks for Ctrl-C's signal when readline's select() is interrupted: a
+        Ctrl-C in the instant between the prompt and that select() would be seen only at the next key."""
+        wait_until_asleep(self.process)
+        assert not termios.tcgetattr(self.master)[3] & termios.ICANON  # and readline, not the terminal, reads keys
 
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
     def wait(self, timeout: float = 15) -> int:
-        while self.read(0.1):  # keep the terminal drained so the program never blocks writing to it
-            pass
-        code = self.process.wait(timeout=timeout)
-        self.read(0.1)
+        """The program's exit code, once it has exited; the terminal is read to its end meanwhile, so the
+        program never blocks writing to it."""
+        deadline = time.monotonic() + timeout
+        while not self.closed:
+            assert self.read(deadline - time.monotonic()) or self.closed, "the program did not end"
+        code = self.process.wait(timeout=max(deadline - time.monotonic(), 0))
         os.close(self.master)
         return code
-
-
-def wait_for_requests(endpoint, n: int) -> None:
-    deadline = time.monotonic() + 15
-    while len(endpoint.received) < n and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert len(endpoint.received) >= n
 
 
 CREATE_NOTES = 'tool: edit_file({"path": "notes.md", "old_str": "", "new_str": "hello\\n"})'
 
 
 def test_a_key_typed_while_the_model_works_does_not_answer_the_question(install, project):
-    with FakeEndpoint([{"body": completion(CREATE_NOTES), "delay": 1}, "Not created."]) as endpoint:
+    model_done = threading.Event()  # the reply is held back until the early key has surely reached the terminal
+    with FakeEndpoint([{"body": completion(CREATE_NOTES), "hold": model_done}, "Not created."]) as endpoint:
         screen = Screen(install, project, endpoint)
         screen.prompt()
         screen.type("write notes\n")
-        wait_for_requests(endpoint, 1)
+        endpoint.wait_for_requests(1)  # the task was read whole: what comes next is not pasted into it
         screen.type("y\n")  # typed ahead, before any question was shown
+        screen.expect("y\n")  # the terminal's echo: the line is in its input queue, waiting to be read
+        model_done.set()
         question = screen.expect("[a]lways: ")
         assert question.endswith("Create notes.md (1 line):\nhello\n\n(discarded what was typed before this question)"
                                  "\nAllow create notes.md? [y]es / [n]o (or type a reason) / [a]lways: ")
@@ -160,6 +173,7 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_the_session_goes_on(install, p
         screen.prompt()
         screen.type("half-typed task")
         screen.expect("half-typed task")
+        screen.wait_for_a_key()
         screen.type("\x03")  # clears the line: no hint, a fresh prompt on a line of its own
         assert screen.prompt() == "\n> "
         screen.type("\x03")  # at an empty prompt: says how to leave

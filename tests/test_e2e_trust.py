@@ -10,7 +10,7 @@ import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
 from test_e2e import KEY
-from test_e2e_sessions import run_until, start_agent
+from test_e2e_sessions import start_agent
 
 
 def agent(install, project, endpoint, *argv, stdin=None, extra_env=None):
@@ -43,9 +43,9 @@ def test_edits_mode_applies_an_edit_but_asks_before_a_command(install, project):
         done = agent(install, project, endpoint, "-p", "fix and test", "--mode", "edits", stdin="")
     assert done.returncode == 0, done.stderr
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Hello, " + name\r\n'
-    assert "Edit greet.py:\n" in done.stderr and "(applied without asking: mode edits)" in done.stderr
+    assert "Edit greet.py (+1 -1 lines):\n" in done.stderr and "(applied without asking: mode edits)" in done.stderr
     command = results_sent(endpoint, 2)[0]
-    assert not command["ok"] and "stdin is not a terminal" in command["output"]  # it was asked; nobody answered
+    assert not command["ok"] and "not running at a terminal" in command["output"]  # it was asked; nobody answered
 
 
 def test_deny_rules_hold_in_yes_mode_and_plainagent_deny_adds_rules(install, project):
@@ -80,10 +80,10 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(insta
 
 def test_ctrl_c_during_a_sub_agent_stops_it_and_the_parent_answers(install, project):
     script = ['tool: delegate({"task": "survey the code"})', "tool: list_files()",
-              {"body": completion("never seen"), "delay": 30}, "The survey was interrupted."]
+              {"body": completion("never seen"), "hold": True}, "The survey was interrupted."]
     with FakeEndpoint(script) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "survey", "--yes")
-        run_until(process, lambda: len(endpoint.received) == 3)  # the sub-agent waits for its second reply
+        endpoint.wait_for_requests(3)  # the sub-agent waits for its second reply
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
@@ -155,7 +155,7 @@ def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_l
     assert {request.body["model"] for request in endpoint.received} == {"m"} and ATTACKER_KEY not in done.stderr
     assert "the PLAINAGENT_DENY rule \"terraform destroy\"" in results_sent(endpoint, 1)[0]["output"]  # yours stays
     assert "the PLAINAGENT_DENY rule \"npm publish\"" in results_sent(endpoint, 2)[0]["output"]  # its own is added
-    assert "stdin is not a terminal" in results_sent(endpoint, 3)[0]["output"]  # asked (mode ask), not applied
+    assert "not running at a terminal" in results_sent(endpoint, 3)[0]["output"]  # asked (mode ask), not applied
     assert not (project / "x.txt").exists()
 
 

@@ -7,6 +7,7 @@ model, exact about the final newline), and the Python check. The tool's other du
 journal, the sandbox) are tested in test_tools.py."""
 
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -92,7 +93,10 @@ def test_applied_exactly_as_meant(tmp_path, before, old, new, after, rule):
     name = "f.py" if b"def " in before or b"class " in before else "f.txt"
     (tmp_path / name).write_bytes(before)
     result = run_tool(Workspace(tmp_path), "edit_file", {"path": name, "old_str": old, "new_str": new})
-    assert result.ok and result.output.startswith(f"Edited {name} ({rule}). "), result.output
+    if rule == EXACT:  # unnamed: the file holds new_str as sent, and the result says only where
+        assert re.match(rf"Edited {re.escape(name)}(: | at lines? \d)", result.output), result.output
+    else:
+        assert result.ok and result.output.startswith(f"Edited {name} ({rule})"), result.output
     assert (tmp_path / name).read_bytes() == after
 
 
@@ -225,7 +229,7 @@ def test_the_whitespace_rules_still_find_one_place_in_a_big_file(tmp_path):
     old = "".join(f"x{n} = {n}\n" for n in range(20_000, 20_003))
     new = "".join(f"x{n} = 0\n" for n in range(20_000, 20_003))
     output = run_tool(Workspace(tmp_path), "edit_file", {"path": "f.py", "old_str": old, "new_str": new}).output
-    assert output.startswith("Edited f.py (with the indentation shifted). Lines 20001-20003 now read:")
+    assert output.startswith("Edited f.py (with the indentation shifted); lines 20001-20003 now read:\n")
     assert (tmp_path / "f.py").read_bytes().split(b"\n")[19_999:20_004] == [
         b"    x19999 = 19999", b"    x20000 = 0", b"    x20001 = 0", b"    x20002 = 0", b"    x20003 = 20003"]
 
@@ -242,24 +246,26 @@ def edit(tmp_path, name, before: bytes, old, new, confirm=None):
 
 
 @pytest.mark.parametrize("before, old, new, output", [
-    (b"one\ntwo\n", "two", "2", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2"),
-    (b"one\ntwo\nthree\n", "two\n", "", "Edited f.txt (exact match). The text was removed at line 2; the lines "
-     "around it now read:\n     1\tone\n     2\tthree"),
-    (b"one\ntwo\n", "two\n", "", "Edited f.txt (exact match). The text was removed at the end of the file; the "
-     "lines around it now read:\n     1\tone"),
-    (b"one\n", "one\n", "", "Edited f.txt (exact match). The file is now empty."),
-    (b"one\ntwo", "two", "two\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\ttwo\n"
-     "(The file now ends with a newline.)"),
-    (b"one\ntwo\n", "two\n", "two", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\ttwo\n"
-     "(The file no longer ends with a newline.)"),
-    (b"one\ntwo", "two", "2\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2\n"
-     "(The file still has no newline at its end, as before: to add one, send an edit that changes only that.)"),
+    (b"one\ntwo\n", "two", "2", "Edited f.txt at line 2."),
+    (b"one\ntwo\n", "two", "2\n3\n4", "Edited f.txt at lines 2-4."),
+    (b"one\ntwo\nthree\n", "two\n", "", "Edited f.txt: text removed at line 2."),
+    (b"one\ntwo\n", "two\n", "", "Edited f.txt: text removed at the end of the file."),
+    (b"one\n", "one\n", "", "Edited f.txt: the file is now empty."),
+    (b"one\ntwo", "two", "two\n", "Edited f.txt at line 2.\n(The file now ends with a newline.)"),
+    (b"one\ntwo\n", "two\n", "two", "Edited f.txt at line 2.\n(The file no longer ends with a newline.)"),
+    (b"one\ntwo", "two", "2\n", "Edited f.txt at line 2.\n(The file still has no newline at its end, as before: to "
+     "add one, send an edit that changes only that.)"),
     # One of the two newlines is taken for the accidental one; the other ends line 2, and the result says so.
-    (b"one\ntwo", "two", "2\n\n", "Edited f.txt (exact match). Lines 2-2 now read:\n     1\tone\n     2\t2\n"
-     "(The file now ends with a newline.)"),
+    (b"one\ntwo", "two", "2\n\n", "Edited f.txt at line 2.\n(The file now ends with a newline.)"),
+    # A whitespace rule wrote something other than new_str as sent: the lines are shown as they now are.
+    (b"a\n    one\n    two\nb\n", "one\ntwo", "1\n2", "Edited f.txt (with the indentation shifted); lines 2-3 now "
+     "read:\n     1\ta\n     2\t    1\n     3\t    2\n     4\tb"),
+    (b"a\none  \ntwo\nb\n", "one\ntwo\n", "", "Edited f.txt (ignoring trailing whitespace): text removed at line 2; "
+     "the lines around it now read:\n     1\ta\n     2\tb"),
 ])
-def test_the_result_shows_the_lines_as_they_now_are(tmp_path, before, old, new, output):
-    """No phantom line after the last one; a removal and a final newline the excerpt cannot show are said."""
+def test_the_result_says_where_the_edit_went_and_shows_what_a_rule_changed(tmp_path, before, old, new, output):
+    """After an exact match the model knows the text (it sent it): the result says where it went, a removal,
+    and a final newline it could not see; after a whitespace rule it sees the lines as they now are."""
     assert edit(tmp_path, "f.txt", before, old, new)[1].output == output
 
 
@@ -267,10 +273,10 @@ def test_the_numbers_agree_with_read_file_when_lines_hold_form_feeds_and_u2028(t
     before = "a = 1\n\x0cb = '\u2028'\r\nc = '\x1c\x85'\nd = 4\n".encode()
     asked = []
     ws, result = edit(tmp_path, "f.py", before, "d = 4", "d = 5", lambda *request: asked.append(request))
-    assert result.output == ("Edited f.py (exact match). Lines 4-4 now read:\n     1\ta = 1\n     2\t\x0cb = '\u2028'"
-                             "\n     3\tc = '\x1c\x85'\n     4\td = 5")
-    listing = run_tool(ws, "read_file", {"path": "f.py"}).output
-    assert listing == result.output.split("now read:\n")[1] + "\n(lines 1-4 of 4; end of file)"
+    assert result.output == "Edited f.py at line 4."
+    assert run_tool(ws, "read_file", {"path": "f.py", "offset": 4}).output == "     4\td = 5"
+    assert run_tool(ws, "read_file", {"path": "f.py", "offset": 1}).output == (
+        "     1\ta = 1\n     2\t\x0cb = '\u2028'\n     3\tc = '\x1c\x85'\n     4\td = 5")
     assert asked[0][2] == ("--- a/f.py\n+++ b/f.py\n@@ -1,4 +1,4 @@\n a = 1\n \x0cb = '\u2028'\n c = '\x1c\x85'\n"
                            "-d = 4\n+d = 5\n")
 

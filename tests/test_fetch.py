@@ -611,7 +611,8 @@ def test_a_projects_env_cannot_allow_hosts_nor_turn_fetching_back_on(tmp_path):
     the user turned off."""
     config = config_from(tmp_path, {}, "PLAINAGENT_FETCH_ALLOW=169.254.169.254\n")
     assert config.fetch_allow == frozenset()
-    assert config.notes == []  # nothing in it would be used, so the user is not even asked
+    assert config.notes == [f"plainagent: not using {tmp_path / 'project' / '.env'}: PLAINAGENT_FETCH_ALLOW not "
+                            "used: a project's .env may make plainagent ask more, never less."]  # not even asked
     assert config_from(tmp_path, {}, "PLAINAGENT_FETCH=off\n").fetch is False  # asking less of the web is fine
     assert config_from(tmp_path, {"PLAINAGENT_FETCH": "off"}, "PLAINAGENT_FETCH=on\n").fetch is False
 
@@ -639,3 +640,14 @@ def refuse_and_record(asked):
 def answers(table: dict[str, list[str]]):
     """A resolver that answers from a table: no DNS query leaves the machine."""
     return lambda host, proxied: table[host]
+
+
+def test_a_url_with_a_user_or_password_is_not_fetched_nor_followed(site, ws):
+    """requests would send them as basic auth: web_fetch sends no credentials of any kind."""
+    site.pages["/creds"] = "<p>secret</p>"
+    site.pages["/jump"] = {"status": 302, "headers": {"Location": site.url.replace("//", "//u:p@") + "/creds"}}
+    with pytest.raises(ToolError, match="A URL with a user or password is not fetched"):
+        web_fetch(ws, site.url.replace("//", "//user:pw@") + "/creds")
+    with pytest.raises(ToolError, match=r"A URL with a user or password \(redirected to by .*/jump\) is not fetched"):
+        web_fetch(ws, f"{site.url}/jump")
+    assert all("Authorization" not in request.headers for request in site.received)

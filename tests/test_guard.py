@@ -326,3 +326,15 @@ def test_a_denied_command_is_refused_before_the_user_is_asked(tmp_path):
     workspace = Workspace(tmp_path, confirm=lambda *question: asked.append(question))
     assert not run_tool(workspace, "run_command", {"command": "sudo true"}).ok
     assert asked == []
+
+
+@pytest.mark.parametrize("command", ["rm -rf $(echo ~)", 'rm -rf "$(echo $HOME)"', "rm -rf `echo ~`",
+                                     "rm -rf $(cd; pwd)", "git $(echo push) -f", "git $(echo push) --force origin"])
+def test_a_target_or_a_verb_computed_as_the_command_runs_is_taken_at_its_worst(command):
+    """What `$(...)` prints is not known before it runs: a removal of it may be of ~, a git verb may be push."""
+    assert denied_by(command, DEFAULT_RULES, "/tmp") is not None
+
+
+@pytest.mark.parametrize("command", ["rm -rf ./build/$(date +%F)", "git log $(git rev-parse HEAD)", "git fetch -f"])
+def test_a_computed_word_below_a_known_folder_or_without_push_is_fine(command):
+    assert denied_by(command, DEFAULT_RULES, "/tmp") is None

@@ -5,7 +5,8 @@ ask these two functions: test_agent.py and test_client.py test what they do with
 import pytest
 
 from harness.cli import config
-from harness.model import client
+from harness.cli.args import parse_args
+from harness.model import client, hosts
 from harness.model.hosts import is_local, is_loopback
 
 LOOPBACK = ["http://localhost:11434/v1", "http://LOCALHOST./v1", "http://127.0.0.1:8000/v1", "http://127.1.2.3/v1",
@@ -25,3 +26,31 @@ def test_each_host_is_loopback_local_or_public(url):
 
 def test_the_config_and_the_client_ask_the_same_functions():
     assert config.is_local is is_local and client.is_loopback is is_loopback
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+    ("http://me:pw@gpu-box:8000/v1", "http://[REDACTED]@gpu-box:8000/v1"),
+    ("https://proxy.example.com/v1?api-version=2024-10-21&api-key=abc123&sig=x%2By",
+     "https://proxy.example.com/v1?api-version=2024-10-21&api-key=[REDACTED]&sig=[REDACTED]"),
+    ("https://g.example.com/v1beta/openai?key=AIzaSyA-example", "https://g.example.com/v1beta/openai?key=[REDACTED]"),
+    ("http://me:pw@[::1/v1", "http://[REDACTED]@[::1/v1"),  # not a URL urlsplit reads: its user and password go all the same
+])
+def test_a_url_is_shown_without_its_credentials(url, shown):
+    assert hosts.shown_url(url) == shown
+
+
+def test_credentials_echoed_in_any_text_are_hidden():
+    url = "http://admin:hunter2pass@h/v1/chat/completions?token=tok-77%2Bz&v=1"
+    text = "bad auth for admin:hunter2pass, password hunter2pass, token tok-77%2Bz or tok-77+z; v=1; go"
+    assert hosts.hide_credentials(text, url) == (
+        "bad auth for [REDACTED], password [REDACTED], token [REDACTED] or [REDACTED]; v=1; go")
+    assert hosts.hide_credentials(f"at {url}", url) == "at http://[REDACTED]@h/v1/chat/completions?token=[REDACTED]&v=1"
+    assert hosts.hide_credentials("a b c", "http://a:b@h/v1") == "a b c"  # too short to blank outside the URL
+
+
+def test_a_config_error_does_not_print_the_password_in_the_base_url(tmp_path):
+    with pytest.raises(config.ConfigError) as raised:
+        config.load_config(parse_args([]), {"OPENAI_BASE_URL": "https://me:hunter2pass@proxy.example.com/v1",
+                                            "OPENAI_MODEL": "m"}, tmp_path, tmp_path)
+    assert "hunter2pass" not in str(raised.value) and "https://[REDACTED]@proxy.example.com/v1" in str(raised.value)

@@ -42,3 +42,28 @@ def test_two_calls_on_one_line_and_a_bold_keyword_all_run(tmp_path):
     session.run("go")
     assert [(r["tool"], r["ok"]) for r in results_in(session.history.messages[3])] == [
         ("list_files", True), ("read_file", True), ("list_files", True)]
+
+
+@pytest.mark.parametrize("attempt", [
+    'Let me look.\ntool: read_file {"path": "conf.py"}',
+    'Let me look.\n```json\n{"tool": "read_file", "args": {"path": "conf.py"}}\n```',
+    'Let me look.\n```json\n{"name": "read_file", "arguments": "{\\"path\\": \\"conf.py\\"}"}\n```',
+], ids=["no parentheses", "JSON with a tool key in a fence", "OpenAI's JSON in a fence"])
+def test_a_call_the_parser_does_not_accept_is_answered_with_the_call_to_write_never_taken_as_the_answer(tmp_path, attempt):
+    (tmp_path / "conf.py").write_bytes(b"DEBUG = True\n")
+    session, model = make_session(tmp_path, attempt, 'tool: read_file({"path": "conf.py"})', "DEBUG is on.")
+    assert session.run("is debug on?") == "DEBUG is on."
+    error = results_in(session.history.messages[3])[0]
+    assert (error["tool"], error["ok"]) == ("read_file", False)
+    assert ': tool: read_file({"path": "conf.py"}) Nothing was run.' in error["output"]
+    assert "Nothing was run." in error["output"]
+    assert session.history.messages[2] == {"role": "assistant", "content": attempt}  # kept as written
+    assert results_in(session.history.messages[5])[0]["output"].startswith("DEBUG = True")
+    assert len(model.seen) == 3
+
+
+@pytest.mark.parametrize("answer", ["Done. Accounts:\nUser: admin (id 1)", "Tool: read_file (3 times), all fine.",
+                                    '```json\n{"name": "read_file", "description": "Read a file."}\n```'])
+def test_prose_that_only_resembles_a_call_is_still_the_answer(tmp_path, answer):
+    session, model = make_session(tmp_path, answer)
+    assert session.run("go") == answer and len(model.seen) == 1

@@ -36,7 +36,7 @@ def run_in_mode(tmp_path, mode: str):
 def test_each_mode_asks_for_and_allows_each_kind_of_tool(tmp_path, mode, asked, wrote, ran):
     results, questions = run_in_mode(tmp_path, mode)
     assert questions == asked
-    assert results[0]["ok"] and results[0]["output"].startswith("     1\tA")  # reading is never asked
+    assert results[0]["ok"] and results[0]["output"] == "A"  # reading is never asked
     assert (tmp_path / "new.txt").exists() == wrote
     assert (tmp_path / "ran").exists() == ran
 
@@ -52,7 +52,8 @@ def test_read_only_refuses_a_write_it_did_not_offer_and_runs_nothing_after_it(tm
 
 
 def signatures(prompt: str) -> list[str]:
-    return [line.split("(")[0] for line in prompt.split("# Tools\n")[1].splitlines() if line[:1].isalpha()]
+    """The tool names in a system prompt: the first word of each entry (a signature, then its description)."""
+    return [entry.split("(")[0] for entry in prompt.split("# Tools\n\n")[1].split("\n\n")]
 
 
 @pytest.mark.parametrize("mode, tools", [
@@ -80,7 +81,7 @@ def test_edits_mode_shows_the_diff_in_the_activity_log_without_asking(tmp_path, 
     session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
     session.run("go")
     assert (tmp_path / "app.py").read_text() == "x = 2\n"
-    assert ("Edit app.py:\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    assert ("Edit app.py (+1 -1 lines):\n--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
             "(applied without asking: mode edits)\n") in capsys.readouterr().err
 
 

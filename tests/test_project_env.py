@@ -170,7 +170,10 @@ def test_your_key_never_goes_to_its_endpoint(install, project, environ):
     asked = Asker()
     config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nOPENAI_MODEL=m\n", environ, asked)
     assert (config.base_url, config.api_key, config.model) == ("https://api.openai.com/v1", USER_KEY, "gpt-4o")
-    assert asked.shown == [] and config.notes == []  # nothing in it could be used: nothing to allow
+    assert asked.shown == []  # nothing in it could be used: nothing to allow, but the user hears of it
+    assert config.notes == [f"plainagent: not using {project / '.env'}: OPENAI_BASE_URL not used: it names an "
+                            "endpoint without a key of its own, and your key is not sent to it; OPENAI_MODEL not "
+                            "used: it names an endpoint without a key of its own, and your key is not sent to it."]
     config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nPLAINAGENT_DENY=npm publish\n", environ)
     assert (config.base_url, config.api_key) == ("https://api.openai.com/v1", USER_KEY)
     assert "OPENAI_BASE_URL not used: it names an endpoint without a key of its own, and your key is not sent to it" \
@@ -274,3 +277,14 @@ def test_a_base_url_holding_a_control_character_or_a_space_is_refused(tmp_path, 
         load_config(args(), {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": url}, tmp_path, tmp_path)
     config = load(install, project, f"OPENAI_BASE_URL={url}\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=x\n")
     assert config.base_url == "https://api.openai.com/v1" and "OPENAI_BASE_URL not used: " in config.notes[0]
+
+
+def test_a_projects_env_of_which_nothing_would_be_used_is_not_asked_about_but_named(install, project):
+    """A cloned project's `PLAINAGENT_MODE=yes` is not used, and the user hears so, in one line."""
+    def never(shown, question):
+        raise AssertionError("nothing to allow: the user is not asked")
+
+    config = load(install, project, "PLAINAGENT_MODE=yes\n", ask=never)
+    assert config.mode != "yes"
+    assert config.notes == [f"plainagent: not using {project / '.env'}: PLAINAGENT_MODE not used: it asks less "
+                            f"than your mode, {config.mode}."]

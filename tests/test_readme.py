@@ -51,10 +51,12 @@ TOUR = section("Read the code in 20 minutes")
 CODE = re.findall(r"`([^`\n]+)`", TOUR)
 FILES = sorted({name for name in CODE if name.endswith(".py")} | {word for text in CODE for word in
                                                                    re.findall(r"\S+\.py", text)})
-# Names of code: with an underscore, a dot or capitals (not `sudo`), without digits (not END_3f9a1c).
+# Names of code: with an underscore, a dot or capitals (not `sudo`), without digits (not END2), and not the
+# protocol a result is framed in (`tool_result(read_file) <<END`, `END`).
 NAMES = sorted({re.match(r"[\w.]+", text)[0] for text in CODE
                 if re.match(r"[A-Za-z_][\w.]*(\(|$)", text) and not text.endswith(".py")
-                and re.search(r"[_.A-Z]", re.match(r"[\w.]+", text)[0]) and not re.search(r"\d", text)})
+                and re.search(r"[_.A-Z]", re.match(r"[\w.]+", text)[0]) and not re.search(r"\d", text)
+                and "<<" not in text and text != "END" and not text.startswith("tool_result(")})
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -82,7 +84,7 @@ def test_the_tool_the_readme_adds_is_in_the_system_prompt_and_runs(tmp_path, mon
     exec(compile("from __future__ import annotations\n" + function_code, "README.md", "exec"), namespace)
     monkeypatch.setitem(tools.TOOLS, "count_lines", namespace["count_lines"])  # step 2: the registry
 
-    assert "\ncount_lines(path: str)\n    Count the lines of a text file.\n" in render_system_prompt(tools.TOOLS)
+    assert "\ncount_lines(path: str)\nCount the lines of the text file at path.\n" in render_system_prompt(tools.TOOLS)
     (tmp_path / "notes.txt").write_text("one\ntwo\nthree\n")
     toolbox = tools.Toolbox(Workspace(tmp_path))
     call = parse_reply('tool: count_lines({"path": "notes.txt"})', toolbox.names).calls[0]

@@ -4,7 +4,6 @@ REPLs running at once both keep."""
 import io
 import os
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -29,8 +28,7 @@ def test_lines_typed_while_a_task_ran_are_tasks_of_their_own(pty, monkeypatch):
     monkeypatch.setattr("sys.stdout", open(os.devnull, "w"))  # the prompt
     reader = TaskReader(stdin=pty.stdin, history=Path(os.devnull))
     monkeypatch.setattr("sys.stdin", pty.stdin)
-    pty.type("first typed task\nsecond typed task\n")  # before the prompt shows: typed ahead
-    time.sleep(0.1)
+    pty.type_ahead("first typed task\nsecond typed task\n")  # before the prompt shows: typed ahead
     tasks = []
     reading = threading.Thread(target=lambda: tasks.extend([reader.read(), reader.read()]), daemon=True)
     reading.start()

@@ -146,8 +146,8 @@ REFUSED = [  # (id, reply, fragment of the problem)
     ("unescaped inner quotes are not guessed", 'tool: edit_file({"path": "a.py", "old_str": "say "hi"", "new_str": "x"})',
      "not valid JSON"),
     ("bare call", 'read_file({"path": "a.py"})', "A line starts with read_file( but not with `tool:`"),
-    ("json style", '{"name": "read_file", "arguments": {"path": "a.py"}}', "JSON or XML function call"),
-    ("xml style", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>', "JSON or XML"),
+    ("json style", '{"name": "read_file", "arguments": {"path": "a.py"}}', "call to read_file written as JSON"),
+    ("xml style", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>', "written as JSON"),
     ("function tag style", "<function=read_file>\n<parameter=path>a.py</parameter>\n</function>", "JSON or XML"),
     ("mid-sentence only", 'I will now call tool: read_file({"path": "a.py"}) to look.', "must start its own line"),
     ("invented result without call", "Let me check.\ntool_result({\"ok\": true})\nThe file is fine.",
@@ -182,13 +182,73 @@ def test_a_speakers_name_after_a_call_is_text_not_an_invented_turn(line):
 
 
 @pytest.mark.parametrize("answer", [
-    "tool: read_file a.py", "Tool: read_file (a.py)", "- tool: read_file (3 times)",
-    "Use tool: read_file with a path argument.", "tool: read_file with a path argument.",
-    'I will read it: `tool: read_file({"path": "a.py"})` is how.',
+    "Tool: read_file (a.py)", "Tool: read_file\nPurpose: shows a file.", "TOOL: edit_file replaces one string.",
+    "Use tool: read_file with a path argument.", "- Tool: list_files, then read_file.", "tool: pytest, all green",
+    'I will read it: `tool: read_file({"path": "a.py"})` is how.', "User: admin (id 1)",
+    '```json\n{"name": "read_file", "description": "Read a file."}\n```',  # a tool's schema, not a call
+    '{"tool": "pytest", "passed": 12}', '{"name": "read_file", "size": 3}',
+    "read_file returns numbered lines {like this}", 'read_file {"path": "a.py"} is how it was called.',
 ])
 def test_protocol_words_outside_the_agreed_shape_are_prose(answer):
     parsed = parse_reply(answer, NAMES)
     assert (parsed.calls, parsed.notes, parsed.text) == ([], [], answer)
+
+
+NEAR_CALLS = [  # (id, reply, the problem's start, the correct call it shows, or None when no arguments could be read)
+    ("no parentheses", 'Let me look.\ntool: read_file {"path": "conf.py"}',
+     'The line `tool: read_file {"path": "conf.py"}` is not a call: the arguments go in parentheses',
+     'tool: read_file({"path": "conf.py"})'),
+    ("no parentheses, capitalised", 'Tool: read_file {"path": "conf.py"}',
+     'The line `Tool: read_file {"path": "conf.py"}` is not a call', 'tool: read_file({"path": "conf.py"})'),
+    ("a colon after the name", '- tool: edit_file: {"path": "a.py", "old_str": "x", "new_str": "y"}',
+     "The line `- tool: edit_file: {",
+     'tool: edit_file({"path": "a.py", "old_str": "x", "new_str": "y"})'),
+    ("arguments over several lines", 'tool: read_file {\n  "path": "a.py"\n}', "The line `tool: read_file {` is not a call",
+     'tool: read_file({"path": "a.py"})'),
+    ("a bare word", "tool: read_file a.py", "The line `tool: read_file a.py` starts like a call to read_file but is not "
+     "one: a call is the tool's name and its arguments as one JSON object in parentheses", None),
+    ("words in parentheses", "- tool: read_file (3 times)", "The line `- tool: read_file (3 times)` starts like a call", None),
+    ("the protocol word with prose", "tool: read_file with a path argument.", "The line `tool: read_file with a path", None),
+    ("bare name without parentheses", 'read_file {"path": "a.py"}', "The line `read_file {\"path\": \"a.py\"}` is not a "
+     "call", 'tool: read_file({"path": "a.py"})'),
+    ("JSON with a tool key in a fence", '```json\n{"tool": "read_file", "args": {"path": "conf.py"}}\n```',
+     "That is a call to read_file written as JSON", 'tool: read_file({"path": "conf.py"})'),
+    ("JSON with the arguments at the top", 'I will read it:\n{"tool": "read_file", "path": "conf.py"}',
+     "That is a call to read_file written as JSON", 'tool: read_file({"path": "conf.py"})'),
+    ("JSON, name after arguments", '```\n{"arguments": {"path": "conf.py"}, "name": "read_file"}\n```',
+     "That is a call to read_file written as JSON", 'tool: read_file({"path": "conf.py"})'),
+    ("OpenAI's shape, arguments a string", '{"type": "function", "function": {"name": "read_file", "arguments": '
+     '"{\\"path\\": \\"a.py\\"}"}}', "That is a call to read_file written as JSON", 'tool: read_file({"path": "a.py"})'),
+    ("a list of them", '[{"tool_name": "list_files", "parameters": {}}]', "That is a call to list_files written as JSON",
+     "tool: list_files({})"),
+    ("the tool as the key", '{"read_file": {"path": "a.py"}}', "That is a call to read_file written as JSON",
+     'tool: read_file({"path": "a.py"})'),
+]
+
+
+@pytest.mark.parametrize("reply, start, example", [case[1:] for case in NEAR_CALLS], ids=[case[0] for case in NEAR_CALLS])
+def test_a_line_that_starts_like_a_call_and_is_not_one_is_answered_never_taken_as_the_answer(reply, start, example):
+    parsed = parse_reply(reply, NAMES)
+    assert len(parsed.calls) == 1 and isinstance(parsed.calls[0], BadCall), parsed.calls
+    problem = parsed.calls[0].problem
+    assert problem.startswith(start), problem
+    if example:
+        assert problem.endswith(f": {example}") and "\n" not in problem, problem
+    assert parsed.text == reply  # the history keeps what the model wrote
+
+
+def test_a_near_call_among_real_calls_is_answered_in_its_place():
+    reply = 'tool: list_files()\ntool: read_file {"path": "a.py"}\ntool: read_file({"path": "b.py"})'
+    assert [(type(call).__name__, call.name) for call in parse_reply(reply, NAMES).calls] == [
+        ("ToolCall", "list_files"), ("BadCall", "read_file"), ("ToolCall", "read_file")]
+
+
+def test_a_near_call_with_long_arguments_shows_the_shape_not_a_copy():
+    content = "x" * 5000
+    reply = "tool: edit_file " + json.dumps({"path": "a.py", "old_str": "", "new_str": content})
+    problem = parse_reply(reply, NAMES).calls[0].problem
+    assert len(problem) < 600 and problem.endswith(
+        "; written as one: tool: edit_file({...}), the same JSON object in the parentheses")
 
 
 def test_a_call_planned_before_a_lone_closing_think_tag_never_runs():
@@ -345,15 +405,18 @@ PATHOLOGICAL = [  # (id, reply, the calls read) — each of these once took seco
     ("brackets 5000 deep", "tool: read_file(" + "[" * 5000 + ")", ["bad"]),
     ("a bare call holding a 5000-digit number", 'read_file({"n": ' + "9" * 5000 + "})", []),
     ("five thousand lines of code calling read_file", 'read_file({"path": \n' * 5000, []),
+    ("five thousand lines starting like a call", 'tool: read_file {"path": \n' * 5000, ["bad"] * 10),
+    ("five thousand JSON lines", '{"tool": "x", "args": {"a": [' * 5000, []),
+    ("a JSON value nested deep", '{"tool": ' * 5000, []),
 ]
 
 
 @pytest.mark.parametrize("reply, kinds", [(r, k) for _, r, k in PATHOLOGICAL], ids=[i for i, *_ in PATHOLOGICAL])
 def test_pathological_replies_are_read_quickly_and_without_error(reply, kinds):
-    started = time.perf_counter()
+    started = time.process_time()  # the parser's own work: a loaded machine does not fail the test
     parsed = parse_reply(reply, NAMES)
     assert [c.name if isinstance(c, ToolCall) else "bad" for c in parsed.calls] == kinds
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 # --- the promise, as a property: a call written is read back exactly, and nothing else is a call ---

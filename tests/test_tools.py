@@ -1,6 +1,7 @@
 """The tools on real files in tmp_path, with byte-exact assertions: every rule and every refusal."""
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -51,7 +52,7 @@ def test_paths_outside_the_workspace_are_refused(ws, path):
 def test_absolute_paths_inside_the_workspace_work(ws):
     write(ws, "a.txt", b"hello\n")
     result = run(ws, "read_file", path=str(ws.root / "a.txt"))
-    assert result.ok and "     1\thello" in result.output
+    assert result.ok and result.output == "hello"
 
 
 def test_symlink_escapes_are_refused_and_nothing_is_created_outside(ws, tmp_path):
@@ -202,8 +203,10 @@ def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
     ws.secret = LONG_KEY
     write(ws, "a.txt", ("x" * 1968 + LONG_KEY + "y" * 100 + "\n").encode())
     assert run(ws, "read_file", path="a.txt").output == (
-        "     1\t" + "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
-        "(lines 1-1 of 1; end of file)")
+        "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
+        "(note: line 1 is cut at 2,000 of its 2,078 characters. To see the rest: search_files with path=\"a.txt\" "
+        "shows the text around a match anywhere in a line, and run_command can print any part of it "
+        "(characters 2,001-4,000, say))")
 
 
 def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
@@ -264,7 +267,7 @@ def test_a_short_placeholder_key_corrupts_nothing(ws, monkeypatch, key):
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("PLAINAGENT_SAMPLE", "ollama x EMPTY ...")  # conftest clears PLAINAGENT_* after each test
     write(ws, "a.py", b"import ollama  # x EMPTY ...\n")
-    assert run(ws, "read_file", path="a.py").output == "     1\timport ollama  # x EMPTY ...\n(lines 1-1 of 1; end of file)"
+    assert run(ws, "read_file", path="a.py").output == "import ollama  # x EMPTY ..."
     output = run(ws, "run_command", command="echo $PLAINAGENT_SAMPLE; echo ${OPENAI_API_KEY:-unset}").output
     assert output == "exit code 0:\nollama x EMPTY ...\nunset\n"
 
@@ -318,39 +321,62 @@ def test_the_agent_writes_nothing_into_its_own_state(home):
 # --- read_file ---
 
 
-def test_read_file_numbers_lines_and_says_where_it_ends(ws):
+def test_read_file_shows_a_whole_file_as_it_is(ws):
+    """No number, no footer: what the model reads whole it copies old_str from, and the absence of a footer
+    says it has it all."""
     write(ws, "a.py", b"import os\n\nprint(os.name)\n")
-    assert run(ws, "read_file", path="a.py").output == (
-        "     1\timport os\n     2\t\n     3\tprint(os.name)\n(lines 1-3 of 3; end of file)")
+    assert run(ws, "read_file", path="a.py").output == "import os\n\nprint(os.name)"
+    assert run(ws, "read_file", path="a.py", offset=None, limit=None).output == "import os\n\nprint(os.name)"
 
 
-def test_read_file_windows_and_says_how_to_read_on(ws):
+@pytest.mark.parametrize("args, shown", [
+    ({"offset": 2}, "     2\t\n     3\tprint(os.name)"),
+    ({"offset": 1}, "     1\timport os\n     2\t\n     3\tprint(os.name)"),  # a range from the top
+    ({"limit": 1}, "     1\timport os"),
+    ({"offset": 2, "limit": 1}, "     2\t"),
+    ({"offset": 3, "limit": 50}, "     3\tprint(os.name)"),  # the file ends first: the last number says so
+])
+def test_read_file_numbers_the_lines_of_a_range_asked_for(ws, args, shown):
+    """Given offset or limit the model is after positions (a line a traceback names): each line carries its
+    number, as `cat -n` shows it, and a range shown whole needs no footer."""
+    write(ws, "a.py", b"import os\n\nprint(os.name)\n")
+    assert run(ws, "read_file", path="a.py", **args).output == shown
+
+
+def test_read_file_pages_a_long_file_and_says_how_to_read_on(ws):
     write(ws, "big.txt", "".join(f"line {n}\n" for n in range(1, 1001)).encode())
     first = run(ws, "read_file", path="big.txt").output
-    assert first.splitlines()[0] == "     1\tline 1" and first.splitlines()[249] == "   250\tline 250"
-    assert first.endswith("(lines 1-250 of 1000; call read_file with offset=251 to read on)")
+    assert first == "".join(f"line {n}\n" for n in range(1, 251)) + "(lines 1-250 of 1000; read on with offset=251)"
+    second = run(ws, "read_file", path="big.txt", offset=251).output.splitlines()
+    assert second[0] == "   251\tline 251" and second[249] == "   500\tline 500"
+    assert second[250:] == ["(lines 251-500 of 1000; read on with offset=501)"]
     middle = run(ws, "read_file", path="big.txt", offset=990, limit=5).output
-    assert middle == "\n".join(f"{n:>6}\tline {n}" for n in range(990, 995)) + \
-        "\n(lines 990-994 of 1000; call read_file with offset=995 to read on)"
+    assert middle == "\n".join(f"{n:>6}\tline {n}" for n in range(990, 995))  # what was asked, all of it
+    more = run(ws, "read_file", path="big.txt", offset=700, limit=400).output.splitlines()  # more than a page
+    assert more[-2:] == ["   949\tline 949", "(lines 700-949 of 1000; read on with offset=950)"]
+    last = run(ws, "read_file", path="big.txt", offset=900).output.splitlines()
+    assert last[-1] == "  1000\tline 1000"
 
 
 def test_read_file_caps_bytes_per_call(ws):
     write(ws, "wide.txt", ("x" * 1000 + "\n").encode() * 100)
-    output = run(ws, "read_file", path="wide.txt").output
-    assert len(output) < tools.READ_MAX_BYTES + 2000
-    assert "call read_file with offset=" in output.splitlines()[-1]
+    for args in [{}, {"offset": 1}]:
+        output = run(ws, "read_file", path="wide.txt", **args).output
+        assert len(output) < tools.READ_MAX_BYTES + 2000
+        assert re.fullmatch(r"\(lines 1-2\d of 100; read on with offset=2\d\)", output.splitlines()[-1])
 
 
 def test_read_file_crlf_and_bom_are_shown_as_text(ws):
     write(ws, "win.txt", b"\xef\xbb\xbfone\r\ntwo\r\n")
-    assert run(ws, "read_file", path="win.txt").output == "     1\tone\n     2\ttwo\n(lines 1-2 of 2; end of file)"
+    assert run(ws, "read_file", path="win.txt").output == "one\ntwo"
+    assert run(ws, "read_file", path="win.txt", offset=1).output == "     1\tone\n     2\ttwo"
 
 
 def test_read_file_counts_lines_as_edit_file_does(ws):
     """A form feed (common in old Python sources) is not a line break: numbers must match edit results."""
     write(ws, "a.py", b"x = 1\n\x0c\ny = 2\n")
-    assert run(ws, "read_file", path="a.py").output.split("\n")[2] == "     3\ty = 2"
-    assert "     3\ty = 3" in run(ws, "edit_file", path="a.py", old_str="y = 2", new_str="y = 3").output
+    assert run(ws, "read_file", path="a.py", offset=3).output == "     3\ty = 2"
+    assert run(ws, "edit_file", path="a.py", old_str="y = 2", new_str="y = 3").output == "Edited a.py at line 3."
 
 
 def test_read_file_refuses_binary_with_its_size(ws):
@@ -502,8 +528,7 @@ def edit(ws, path, old, new):
 def test_exact_edit(ws):
     full = write(ws, "a.py", b"def f():\n    return 1\n\n\ndef g():\n    return 2\n")
     result = edit(ws, "a.py", "    return 2\n", "    return 3\n")
-    assert result.ok and result.output.startswith("Edited a.py (exact match). Lines 6-6 now read:\n")
-    assert "     6\t    return 3" in result.output and "     3\t" in result.output
+    assert result.ok and result.output == "Edited a.py at line 6."
     assert full.read_bytes() == b"def f():\n    return 1\n\n\ndef g():\n    return 3\n"
 
 
@@ -697,9 +722,9 @@ def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
         ("edit", "create docs/new.md (a link to run_me.sh)", "echo\n"),
         ("edit", "edit papers/real.md (through a linked folder: docs/real.md)",
          "--- a/docs/real.md\n+++ b/docs/real.md\n@@ -1 +1 @@\n-one\n+two\n")]
-    assert [result.split(" (exact")[0].split(" (1 line,")[0] for result in results] == [
-        "Edited docs/notes.md (a link to Makefile)", "Created docs/new.md (a link to run_me.sh)",
-        "Edited papers/real.md (through a linked folder: docs/real.md)"]
+    assert results == ["Edited docs/notes.md (a link to Makefile) at line 2.",
+                       "Created docs/new.md (a link to run_me.sh) (1 line, 5 bytes).",
+                       "Edited papers/real.md (through a linked folder: docs/real.md) at line 1."]
     assert makefile.read_bytes() == b"all:\n\trm -rf ~\n" and (ws.root / "run_me.sh").read_bytes() == b"echo\n"
 
 
@@ -707,7 +732,7 @@ def test_an_edit_by_another_spelling_of_the_path_names_it_as_given(ws):
     asked = []
     ws.confirm = lambda kind, title, preview: asked.append(title)
     write(ws, "a.txt", b"one\n")
-    assert edit(ws, "./a.txt", "one", "two").output.startswith("Edited ./a.txt (exact match).")
+    assert edit(ws, "./a.txt", "one", "two").output == "Edited ./a.txt at line 1."
     assert edit(ws, str(ws.root / "a.txt"), "two", "three").ok
     assert asked == ["edit ./a.txt", f"edit {ws.root / 'a.txt'}"]
 
@@ -801,7 +826,7 @@ def test_an_edit_keeps_hard_links_and_says_the_file_has_other_names(ws, tmp_path
     result = edit(ws, "a.txt", "one", "two")
     assert asked == ["edit a.txt (a file with 2 names, hard links: the change shows under every name)"]
     assert result.output.startswith("Edited a.txt (a file with 2 names, hard links: the change shows under every "
-                                    "name) (exact match).")
+                                    "name) at line 1.")
     assert (ws.root / "same.txt").read_bytes() == b"two\n" and full.stat().st_nlink == 2
     assert ws.undo() == "Undone: a.txt is back as it was before the agent's last edit."
     assert (ws.root / "same.txt").read_bytes() == b"one\n" and full.stat().st_nlink == 2
@@ -972,8 +997,8 @@ def test_run_command_has_no_stdin(ws):
     ("read_file", {}, "read_file needs the argument path."),
     ("read_file", {"path": "a", "line": 3}, "read_file has no argument line; its arguments are: path, offset, limit."),
     ("read_file", {"path": 3}, "read_file: argument path must be a string, not an integer."),
-    ("read_file", {"path": "a", "offset": "10"}, "read_file: argument offset must be an integer, not a string."),
-    ("read_file", {"path": "a", "offset": True}, "read_file: argument offset must be an integer, not true or false."),
+    ("read_file", {"path": "a", "offset": "10"}, "read_file: argument offset must be an integer or null, not a string."),
+    ("read_file", {"path": "a", "offset": True}, "read_file: argument offset must be an integer or null, not true or false."),
     ("search_files", {"pattern": "x", "glob": 5}, "search_files: argument glob must be a string or null, not an integer."),
     ("edit_file", {"path": "a", "old_str": None, "new_str": ""}, "edit_file: argument old_str must be a string, not null."),
 ])

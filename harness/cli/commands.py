@@ -13,8 +13,8 @@ import sys
 from collections.abc import Callable
 
 from harness.cli.display import log
-from harness.cli.task_reader import TaskReader
 from harness.cli.terminal import hide_key
+from harness.model.hosts import shown_url
 from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
 from harness.sandbox.permissions import describe
@@ -28,7 +28,8 @@ def describe_start(config) -> str:
     key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
     where = f"from {url_from}" if url_from else "the default"
     where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
-    return "\n".join([f"plainagent: {config.model} at {config.base_url} ({where}), workspace {config.workspace}, "
+    return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
+                      f"workspace {config.workspace}, "
                       f"mode {config.mode} ({describe(config.mode)})", *config.notes])
 
 
@@ -45,6 +46,8 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
     log("".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
                 for given in session.instructions)
         + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")
+    from harness.cli.task_reader import TaskReader  # the REPL's alone: a -p run never reads the prompt
+
     tasks = TaskReader()
     while True:
         try:

@@ -20,10 +20,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.cli import project_env
-from harness.cli.project_env import ProjectEnv, read_env_text, read_project_env
-from harness.model.hosts import is_local
+from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
+from harness.model.hosts import is_local, parse_hosts, shown_url
 from harness.sandbox.documents import is_text
-from harness.sandbox.fetch import parse_hosts
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.permissions import MODES
 from harness.sandbox.redaction import redact
@@ -88,6 +87,10 @@ def load_config(args: argparse.Namespace, environ: dict, cwd: Path, script_dir: 
             if used and take_project_env(project, config.notes, ask):
                 settings |= used
                 sources |= {name: f"{project.path}, which you allowed" for name in used}
+            elif not used and any(name.startswith("PLAINAGENT_") or name == BASE_URL for name in project.values):
+                # Nothing in it would be used, so nothing to ask; but it meant to steer plainagent: say so. (An
+                # app's own OPENAI_API_KEY in its .env, the common case, is left out in silence.)
+                config.notes.append(f"plainagent: not using {project.path}: {project_env.not_used(project)}.")
             if "OPENAI_API_KEY" in project.values and "OPENAI_API_KEY" not in settings:
                 config.unused_key = project.path
         config.sources = sources
@@ -232,7 +235,7 @@ def check_config(config: Config) -> None:
     if not config.api_key and not is_local(config.base_url):
         unused = (f" ({config.unused_key} sets one, but a project's .env sets the key only together with its own "
                   "OPENAI_BASE_URL, and only once you allow it)") if config.unused_key else ""
-        raise ConfigError(f"OPENAI_API_KEY is not set for {config.base_url}: {where}{unused}.")
+        raise ConfigError(f"OPENAI_API_KEY is not set for {shown_url(config.base_url)}: {where}{unused}.")
     key_problem(config.api_key, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
@@ -256,11 +259,11 @@ def url_problem(base_url: str) -> None:
         url = urlsplit(base_url)
         url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
     except ValueError as error:
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not a valid URL ({error}), {example}.") from None
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not a valid URL ({error}), {example}.") from None
     if bad := next((char for char in base_url if char.isspace() or not char.isprintable()), None):
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} holds {bad!r}, which no URL has, {example}.")
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} holds {bad!r}, which no URL has, {example}.")
     if url.scheme not in ("http", "https") or not url.hostname:
-        raise ConfigError(f"OPENAI_BASE_URL {base_url!r} is not an http(s) URL with a host, {example}.")
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not an http(s) URL with a host, {example}.")
 
 
 def key_problem(key: str, where: str) -> None:

@@ -1,12 +1,12 @@
 """The REPL's prompt: reading the user's tasks, with line editing and a history kept across runs.
 
-At the prompt: a pasted block of lines is one task, taken exactly (its indentation, and a `\\` ending one of its
-lines, `docker run \\`, as pasted); a typed line ending in a backslash goes on on the next; Ctrl-C clears the
-line rather than ending the session. What was typed or pasted while a task ran is waiting when the prompt comes
-back (typed_ahead.py): a block pasted then is one task too, lines typed one by one a task each. The history lives in the user's state directory (never
-in the workspace), one task a line, and each task is appended to it under a lock as it is typed: two REPLs
-running at once both keep theirs, where writing the whole list back would let the last one to leave erase
-the other's.
+At the prompt: a pasted block of lines is one task, taken exactly (its indentation, and a `\\` ending one of
+its lines, `docker run \\`, as pasted); a typed line ending in a backslash goes on on the next; Ctrl-C clears
+the line rather than ending the session. What was typed or pasted while a task ran is waiting when the prompt
+comes back (typed_ahead.py): a block pasted then is one task too, lines typed one by one a task each. The
+history lives in the user's state directory (never in the workspace), one task a line, and each task is
+appended to it under a lock as it is typed: two REPLs running at once both keep theirs, where writing the
+whole list back would let the last one to leave erase the other's.
 """
 
 from __future__ import annotations

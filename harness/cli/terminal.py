@@ -118,15 +118,19 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
         if preview.endswith("\n"):
             lines.pop()  # the final line break ends the last line; it does not start another
         header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
-        shown = [escape(line, keep="\t", mark=mark) for line in lines] if whole else \
-            elide(lines, lambda line: escape(line, keep="\t", mark=mark), mark)
-        body = "\n".join(shown).expandtabs()
+        shown = show_changes(lines, mark, signs=False)  # runs of blank lines counted: nothing scrolls out of sight
+        shown = shown if whole else elide(shown, str, mark)
+        body = "\n".join(shown)
         if len(shown) < len(lines):
             return (f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a "
                     "reason) / [a]lways / [v]iew it all: ")
     else:
-        header = f"Edit {escape(path, mark=mark)}:" if verb == "edit" else f"{escape(title, mark=mark).capitalize()}:"
-        body = escape(preview.rstrip("\n"), keep="\n\t", mark=mark).expandtabs()
+        lines = preview.rstrip("\n").split("\n")
+        added, removed = (sum(line[:1] == sign and line[:3] != sign * 3 for line in lines) for sign in "+-")
+        changed = f" (+{added:,} -{removed:,} lines)" if verb == "edit" else ""
+        header = f"Edit {escape(path, mark=mark)}{changed}:" if verb == "edit" else \
+            f"{escape(title, mark=mark).capitalize()}:"
+        body = "\n".join(show_changes(lines, mark))
     return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
 
 
@@ -163,15 +167,33 @@ def draws_nothing(line: str) -> bool:
     return all(char.isspace() or not char.isprintable() or char in BLANK_LETTERS for char in line)
 
 
-REPEATED = re.compile(r"(?s)(.)\1{7,}")  # a character eight times or more in a row
+def show_changes(lines: list[str], mark: Callable[[str], str], signs: bool = True) -> list[str]:
+    """A diff's lines (`signs`: each after its +, - or space) or a new file's, as shown for approval: escaped,
+    tabs as the indentation they stand for, a run of 40 blanks or more within a line counted, and two or more
+    lines in a row that add, remove or keep nothing visible shown as one line saying how many: else an edit
+    could push what it really adds out of sight, as a command could (show_command)."""
+    def split(line: str) -> tuple[str, str]:
+        return (line[:1], line[1:]) if signs and line[:1] in ("+", "-", " ") else ("", line)
+
+    shown, start = [], 0
+    while start < len(lines):
+        sign, rest = split(lines[start])
+        end = start + 1
+        while draws_nothing(rest) and end < len(lines) and split(lines[end])[0] == sign \
+                and draws_nothing(split(lines[end])[1]):
+            end += 1
+        shown.append(sign + (mark(f"[{end - start:,} blank lines]") if end - start > 1
+                             else show_line(rest.expandtabs(), mark, 40)))
+        start = end
+    return shown
 
 
-def show_line(line: str, mark: Callable[[str], str]) -> str:
+def show_line(line: str, mark: Callable[[str], str], at_least: int = 8) -> str:
     """One line escaped, with each long run of a space, of a character that draws nothing or of a combining
     mark counted: 2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen,
     and a pile of accents drawn over one letter spill onto the lines around it."""
     shown, done = [], 0
-    for run in REPEATED.finditer(line):
+    for run in re.finditer(rf"(?s)(.)\1{{{at_least - 1},}}", line):
         char = run.group(1)
         if char != " " and escape(char) == char and not unicodedata.combining(char):  # "========" draws itself
             continue

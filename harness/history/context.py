@@ -177,12 +177,22 @@ class Context:
 
     def check_task_fits(self, window: int) -> None:
         """A ChatError with the right advice when the system prompt and the task alone pass `window` tokens:
-        no compaction and no new session helps then."""
+        no compaction and no new session helps then. The advice is for the larger of the two: a large
+        AGENTS.md with a small budget is not fixed by shortening a five-token task."""
         task = current_task(self.messages, self.results)
-        if task is not None and self.budget.estimate([self.messages[0], self.messages[task]]) > window:
-            raise ChatError(f"the task itself is about {self.budget.estimate([self.messages[task]]):,} tokens, more "
-                            f"than the context budget of {window:,}: shorten it, or put it in a file and ask to read "
-                            "that file.")
+        if task is None or self.budget.estimate([self.messages[0], self.messages[task]]) <= window:
+            return
+        system, asked = (self.budget.estimate([message]) for message in (self.messages[0], self.messages[task]))
+        if asked > system:
+            also = "" if asked > window else f" and the system prompt about {system:,}"
+            raise ChatError(f"the task itself is about {asked:,} tokens{also}, more than the context budget of "
+                            f"{window:,}: shorten {'it' if asked > window else 'the task'}, or put it in a file and "
+                            "ask to read that file.")
+        also = "" if system > window else f" and the task about {asked:,}"
+        raise ChatError(f"the system prompt is about {system:,} tokens{also}, more than the context budget of "
+                        f"{window:,}: the tools' descriptions and any AGENTS.md instructions go with every request. "
+                        "Shorten AGENTS.md, or give the model a larger window (--context-tokens, and a local "
+                        "server's own context size).")
 
     def cut_current_results(self, room: Callable[[int, int], int]) -> None:
         """Cut the current task's results, newest first, each to `room(index, its size in bytes)`; those too

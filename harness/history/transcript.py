@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.cli.directories import state_dir
+from harness.model.hosts import shown_url
 from harness.sandbox.permissions import MODES, describe
 from harness.sandbox.redaction import is_secret_key, redact
 
@@ -120,7 +121,7 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
     `config` is cli/config.py's Config: --resume ("" for the latest of the workspace, or a file), --log, and
     what the first line records. The API key is only used to keep its value out of the file.
     """
-    header = {"model": config.model, "base_url": config.base_url, "workspace": str(config.workspace),
+    header = {"model": config.model, "base_url": shown_url(config.base_url), "workspace": str(config.workspace),
               "context_tokens": config.context_tokens, "mode": config.mode}
     if config.resume is not None:
         path = Path(config.resume) if config.resume else latest_session(config.workspace)

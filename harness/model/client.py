@@ -14,12 +14,12 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3
 
-from harness.model.hosts import is_loopback
+from harness.model.hosts import hide_credentials, is_loopback, shown_url
 from harness.model.replies import (
     ChatError,
     Reply,
@@ -44,15 +44,15 @@ OPTIONAL_PARAMETERS = ("stream_options", "stop")
 
 
 def chat_url(base_url: str) -> str:
-    """Apply the base URL rule: keep the user's path, strip '/' and a pasted '/chat/completions', append it.
+    """Apply the base URL rule: keep the user's path, strip '/' and a pasted '/chat/completions', append it,
+    before any query (Azure's `?api-version=`); a fragment, which never reaches a server, is dropped.
 
-    >>> chat_url("http://localhost:11434/v1/chat/completions/")
-    'http://localhost:11434/v1/chat/completions'
+    >>> chat_url("http://localhost:11434/v1/chat/completions/"), chat_url("https://r.example/d?api-version=1")
+    ('http://localhost:11434/v1/chat/completions', 'https://r.example/d/chat/completions?api-version=1')
     """
-    base = base_url.strip().rstrip("/")
-    if base.endswith("/chat/completions"):
-        base = base[: -len("/chat/completions")]
-    return base + "/chat/completions"
+    scheme, netloc, path, query, _ = urlsplit(base_url.strip())
+    path = path.rstrip("/").removesuffix("/chat/completions")
+    return urlunsplit((scheme, netloc, path + "/chat/completions", query, ""))
 
 
 class Client:
@@ -72,26 +72,31 @@ class Client:
         retry_after_cap: float = 60.0,  # longest Retry-After we wait out; longer ones fail at once
         stop: list[str] | None = None,  # stop sequences; None sends none
         stream: bool = False,  # ask for the reply as server-sent events, to show it as it is written
+        # Seconds a stream may stay open once its reply is whole (a finish_reason, or [DONE]): the usage chunk
+        # and the body's end follow within milliseconds from a server that behaves, and a second covers a slow
+        # network; one that holds the stream open then costs the user that second, not the read timeout.
+        stream_grace: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
     ):
-        self.url = chat_url(base_url)
+        self.endpoint = chat_url(base_url)  # where requests go, with any credentials the base URL carries
+        self.url = shown_url(self.endpoint)  # the address as every line names it: without them
         self.base_url = base_url
-        self.model = model
+        self.model = model  # /model changes it between requests
         self.timeout = (connect_timeout, read_timeout)
         self.deadline = deadline
         self.max_body = max_body
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
-        # Sending `stop` to a model that rejects it costs a 400 on every call; leave it out up front.
-        self.stop = stop if stop and not NO_STOP_MODELS.match(model.rsplit("/", 1)[-1]) else None
+        self.stop = stop  # sent to each model that takes it
         self.stream = stream
-        self.stream_options = True  # ask for the usage at the end of a stream; dropped if the server rejects it
+        self.rejected: dict[str, set[str]] = {}  # model -> the optional parameters it refused with a 400
+        self.stream_grace = stream_grace
         self.sleep = sleep
-        self.log = log
+        self.log = lambda line: log(self.hide_credentials(line))
         self.session = requests.Session()
         self.session.headers["User-Agent"] = "plainagent/0.1"
-        if is_loopback(self.url):  # a server on this machine: no proxy from the environment stands between
+        if is_loopback(self.endpoint):  # a server on this machine: no proxy from the environment stands between
             self.session.trust_env = False
         if api_key:  # local servers (Ollama, LM Studio) run without one; then no Authorization header
             if not (api_key.isascii() and api_key.isprintable()):
@@ -106,26 +111,42 @@ class Client:
         When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning", and
         ("restart", "") before the request is sent again after a failed attempt.
         """
-        body: dict = {"model": self.model, "messages": messages}
-        if self.stop:
-            body["stop"] = self.stop
-        if self.stream:
-            body["stream"] = True
-            if self.stream_options:
-                body["stream_options"] = {"include_usage": True}
-        response = self._post_with_retries(body, on_delta)
-        while response.status_code == 400 and (rejected := rejected_parameter(body, response)):
-            # `stop` and the usage at the end of a stream are only optimisations: do without for the session.
-            self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests without it")
-            setattr(self, rejected, None if rejected == "stop" else False)
-            del body[rejected]
+        body: dict = {"model": self.model, "messages": messages, **self.parameters(self.model)}
+        try:
             response = self._post_with_retries(body, on_delta)
-        if response.status_code != 200:
-            raise ChatError(self._describe_failure(response), response.status_code, server_message(response),
-                            error_body(response))
-        if streamed := getattr(response, "streamed", None):
-            return streamed
-        return parse_completion(response, self.url)
+            while response.status_code == 400 and (rejected := rejected_parameter(body, response)):
+                # `stop` and the usage at the end of a stream are only optimisations: this model does without.
+                self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests without it")
+                self.rejected.setdefault(self.model, set()).add(rejected)
+                del body[rejected]
+                response = self._post_with_retries(body, on_delta)
+            if response.status_code != 200:
+                raise ChatError(self._describe_failure(response), response.status_code, server_message(response),
+                                error_body(response))
+            if streamed := getattr(response, "streamed", None):
+                return streamed
+            return parse_completion(response, self.url)
+        except ChatError as error:  # a server may echo the URL back, credentials and all
+            error.args = (self.hide_credentials(str(error)),)
+            error.detail = self.hide_credentials(error.detail)
+            raise
+
+    def parameters(self, model: str) -> dict:
+        """The optional parameters a request to `model` carries: worked out for each request, since /model
+        switches models, and each keeps what it accepts (`stop` goes to every model that takes it)."""
+        rejected = self.rejected.get(model, set())
+        # Sending `stop` to a model that rejects it costs a 400 on every call; leave it out up front.
+        takes_stop = not NO_STOP_MODELS.match(model.rsplit("/", 1)[-1]) and "stop" not in rejected
+        parameters: dict = {"stop": self.stop} if self.stop and takes_stop else {}
+        if self.stream:
+            parameters["stream"] = True
+            if "stream_options" not in rejected:  # the usage at the end of the stream
+                parameters["stream_options"] = {"include_usage": True}
+        return parameters
+
+    def hide_credentials(self, text: str) -> str:
+        """`text` without the credentials the base URL carries: they go out with requests, never in a line."""
+        return hide_credentials(text, self.endpoint)
 
     def _post_with_retries(self, body: dict, on_delta: Callable[[str, str], None] | None = None) -> requests.Response:
         """POST until a response that is final: success, a non-retryable status, or retries spent."""
@@ -136,6 +157,14 @@ class Client:
             try:
                 response = self._post(body, on_delta)
             except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as error:
+                if isinstance(error, EmptyStream) and body.get("stream"):
+                    # Most often a server that failed after sending its headers (llama-cpp-python's, asked past
+                    # its window, ends the stream at once): the same request without streaming gets its real
+                    # answer, a 400 for length, say, which the history survives by compacting. Asked so once.
+                    self.log(f"the stream from {self.url} ended before its first event; asking once more without "
+                             "streaming, for the server's own answer")
+                    self.session.close()  # such a server drops the connection a moment later: ask on a new one
+                    return self._post_with_retries(without_streaming(body), on_delta)
                 # A connection that broke may be a hiccup; a refusal (nothing listening, no such host, a
                 # certificate we cannot trust) is an answer, and so is a timeout: a server silent for minutes
                 # would most likely stay so, and retrying it would keep the user waiting for half an hour.
@@ -148,7 +177,7 @@ class Client:
                 discarded = "; the reply shown so far is discarded" if body.get("stream") else ""
                 self.log(f"{reason} talking to {self.url}{discarded}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
-                raise ChatError(f"Request to {self.url} failed: {error}") from None
+                raise ChatError(f"Request to {self.url} failed: {one_line(str(error))}") from None
             else:
                 if response.status_code not in RETRY_STATUSES or last_try or is_quota_exhausted(response):
                     return response
@@ -174,7 +203,7 @@ class Client:
         try:
             # No redirects: requests would follow a 301/302 as a GET without the body, and a provider moving
             # its API is news for the user's OPENAI_BASE_URL, not something to follow in silence.
-            response = self.session.post(self.url, json=body, timeout=self.timeout, stream=True,
+            response = self.session.post(self.endpoint, json=body, timeout=self.timeout, stream=True,
                                          allow_redirects=False)
         except requests.ReadTimeout:  # requests' own words name the connection pool, not the wait
             raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
@@ -195,8 +224,9 @@ class Client:
                      on_delta: Callable[[str, str], None] | None) -> Reply:
         """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
         chunks = self._read_body(response, give_up_at)
+        first = FirstEvent()  # a stream that ends before its first event is asked again without streaming
         finished = threading.Event()
-        grace = threading.Timer(1.0, shut_down, [response.raw])  # once the reply is whole: a second more
+        grace = threading.Timer(self.stream_grace, shut_down, [response.raw])  # once the reply is whole
         grace.daemon = True
 
         def finish() -> None:  # a server may hold the stream open after the finish_reason: not for long
@@ -211,17 +241,20 @@ class Client:
                     chunk = next(chunks)
                 except StopIteration:
                     return
-                except (requests.RequestException, ChatError):
+                except (requests.RequestException, ChatError) as error:
                     if not finished.is_set():
+                        if not first.begun and isinstance(error, requests.exceptions.ChunkedEncodingError):
+                            raise EmptyStream("the stream ended before its first event") from None
                         raise  # the connection broke before the reply was whole
                     return
+                first.see(chunk)
                 yield chunk
 
         try:
             streamed = read_stream(until_shut(chunks), on_delta, finish)
             # [DONE] comes just before the body's end: reading that too lets the connection serve the next
-            # request. A server that keeps the stream open after [DONE] loses the connection after a second.
-            timer = threading.Timer(1.0, shut_down, [response.raw])
+            # request. A server that keeps the stream open after [DONE] loses the connection after the grace.
+            timer = threading.Timer(self.stream_grace, shut_down, [response.raw])
             timer.daemon = True
             timer.start()
             try:
@@ -232,7 +265,7 @@ class Client:
             finally:
                 timer.cancel()
         except StreamCut as error:  # like a dropped connection: nothing of it is kept, and it is asked again
-            raise CutStream(str(error)) from None
+            raise (CutStream if first.begun else EmptyStream)(str(error)) from None
         except StreamError as error:
             raise ChatError(f"200 from {self.url} carrying {one_line(str(error))}") from None
         finally:
@@ -287,6 +320,9 @@ class Client:
         """One line for a final non-200 response: what failed and what to do."""
         status, message = response.status_code, server_message(response)
         where = f"{status} from {self.url}"
+        if status in (401, 403) and urlsplit(self.endpoint).username is not None:  # requests sends them as Basic auth
+            return (f"{where}: the user and password in OPENAI_BASE_URL were refused (they are sent in place of "
+                    f"OPENAI_API_KEY); check them. {message}").rstrip()
         if status in (401, 403) and "Authorization" not in self.session.headers:
             return f"{where}: the server wants an API key and none is set; set OPENAI_API_KEY. {message}".rstrip()
         if status in (401, 403):
@@ -297,8 +333,10 @@ class Client:
                     "names (https:// rather than http://, say).")
         if status == 404:
             hint = f"check the model name '{self.model}' (OPENAI_MODEL) and the base URL (OPENAI_BASE_URL)."
-            if not re.search(r"/v\d", urlsplit(self.base_url).path):  # a question ends with its question mark
-                hint = f"{hint[:-1]}; the base URL has no version path: did you mean {self.base_url.rstrip('/')}/v1?"
+            base = urlsplit(self.base_url.strip())
+            if not re.search(r"/v\d", base.path):
+                with_v1 = shown_url(urlunsplit(base._replace(path=base.path.rstrip("/") + "/v1", fragment="")))
+                hint = f"{hint[:-1]}; the base URL has no version path: did you mean {with_v1}?"
             return f"{where}: {hint} {message}".rstrip()
         if status == 429 and is_quota_exhausted(response):
             return f"{where}: quota or credit exhausted; check your plan and billing. {message}".rstrip()
@@ -307,6 +345,29 @@ class Client:
 
 class CutStream(requests.exceptions.ChunkedEncodingError):
     """A stream that ended without [DONE] or a finish_reason: retried like a connection that broke."""
+
+
+class EmptyStream(CutStream):
+    """A stream that ended, or broke, before its first event: asked again once, without streaming."""
+
+
+class FirstEvent:
+    """Watches a stream's bytes for the start of its first event: anything but blank lines and comments
+    (`: ping`, which servers send while the model reads a long prompt)."""
+
+    def __init__(self):
+        self.begun = False
+        self.line = b""  # the last line so far, which may still turn out to be a comment
+
+    def see(self, chunk: bytes) -> None:
+        if not self.begun:
+            *lines, self.line = (self.line + chunk).split(b"\n")
+            self.begun = any(line.strip() and not line.lstrip().startswith(b":") for line in (*lines, self.line))
+
+
+def without_streaming(body: dict) -> dict:
+    """The same request, asking for the whole reply at once."""
+    return {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
 
 
 def rejected_parameter(body: dict, response: requests.Response) -> str | None:

@@ -5,6 +5,8 @@ The bare seam is the client (client.py: one POST, its retries, one clear line pe
   - the reply shown as it streams in, with a spinner until its first byte (cli/display.py `LiveReply`);
   - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
     none (llama.cpp's server sends none in a stream), so /tokens never says 0 for a session that cost tokens;
+    a request interrupted by Ctrl-C is counted too (its prompt, and the reply as far as it came): the server
+    read the one and wrote the other, and the user pays for both;
   - the history fitted to the token budget before each request, and a server's refusal for length survived:
     the history shrinks to the window the refusal states and the same turn is asked again, at most
     MAX_REFUSALS times (the work itself is the history's: history/context.py `Context.fit`, `.refused`).
@@ -44,9 +46,12 @@ class Model:
         for n_refusals in range(MAX_REFUSALS + 1):
             if self.history is not None:
                 self.history.fit()  # compacts first if this request would not fit the budget
-            started = time.monotonic()
+            started, received = time.monotonic(), []
             try:
-                reply = self.send(messages)
+                reply = self.send(messages, received)
+            except KeyboardInterrupt:
+                self.count(messages, Reply("".join(received)))
+                raise
             except ChatError as error:  # a refusal for length shrinks the history, and the turn is asked again
                 if self.history is None or not self.history.refused(error, last=n_refusals == MAX_REFUSALS):
                     raise
@@ -59,16 +64,29 @@ class Model:
 
     def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
-        reply = self.client.chat(messages)
+        try:
+            reply = self.client.chat(messages)
+        except KeyboardInterrupt:
+            self.count(messages, Reply(""))
+            raise
         self.count(messages, reply)
         return reply
 
-    def send(self, messages: list[dict]) -> Reply:
+    def send(self, messages: list[dict], received: list[str]) -> Reply:
+        """The client's reply, shown as it streams in; `received` keeps its pieces, for the count if interrupted."""
         if self.display is None:
             return self.client.chat(messages)
+
+        def show(kind: str, text: str) -> None:
+            if kind == "restart":  # the client asks again: what came of the earlier attempt is gone
+                received.clear()
+            else:
+                received.append(text)  # reasoning is written, and billed, like the text
+            self.display.show(kind, text)
+
         self.display.start()
         try:
-            return self.client.chat(messages, self.display.show)
+            return self.client.chat(messages, show)
         finally:  # also when interrupted: the next line starts on a line of its own
             self.display.finish()
 

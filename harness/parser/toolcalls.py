@@ -11,15 +11,20 @@ fix (never silence), and never produces a call the model did not write. Three ru
   opening tag the server stripped, if that comes before the first call. A tag anywhere else is text.
 - Only the protocol is taken as protocol: a `tool:` line naming a tool in the call's shape, and a
   `tool_result(` line. An answer that says "User: admin (id 1)" or "Tool: pytest, all green." is an answer.
+- What starts like a call to a known tool and is not one is answered with the call to write, never taken as
+  the answer: `tool: read_file {"path": "a.py"}` (no parentheses), `tool: read_file a.py`, `read_file({...})`
+  (no `tool:`), a call written as JSON (json_calls.py). Printed as an answer, it would end the task with
+  nothing done, and the model would never know.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
-from harness.parser.arguments import LENIENT_JSON, Unreadable, matching_paren, read_arguments, skip_space
+from harness.parser.arguments import Unreadable, matching_paren, read_arguments, skip_space
+from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_object
 
 # Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
 # The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
@@ -46,7 +51,8 @@ UNFINISHED_HEAD = re.compile(PREFIX + r"(?:[-*+]|\d+[.)]?|\[(?:[ xX]\]?)?)?"  # 
                              rf"(?:{NAME}[.-]?[`*]*[ \t]*(?:\([ \t\r\n]*)?)?"  # the name, '(', the blanks after it
                              r")?)?)?)?)?", re.IGNORECASE)
 MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
-BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*\((?=[ \t]*\{)")
+# A known name and its JSON arguments without `tool:`: `read_file({...})`, `read_file {...}`, `read_file: {...}`.
+BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*(?:(\()[ \t]*|:?[ \t]*)(?=\{)")
 # Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
 BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
 # Where a reply stops being the model's own turn: a result line, the protocol's own word. A speaker's name
@@ -55,7 +61,8 @@ RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.I
 # The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
 LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
 ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
-JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
+# A line that starts like a call and is not one: after the name, blanks and perhaps a colon before what follows.
+AFTER_NAME = re.compile(r"[`*]*[ \t]*:?[ \t]*")
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
             "that point was discarded. Wait for the real results.")
 INVENTED_ALONE = ("Your reply wrote a tool result itself, though it called no tool; everything from that point was "
@@ -115,17 +122,16 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
             end = read_calls(text, head, tool_names, finish_reason, parsed.calls)
             line_end = end_of_line(text, end)  # a call's JSON may run over several lines
             mentions += find_mentions(text[end:line_end], tool_names)
-        elif bare := bare_call(text, position, tool_names):
-            name, end = bare
-            parsed.calls.append(BadCall(f"A line starts with {name}( but not with `tool:`, so it was not run "
-                                        f"as a call. Write it as tool: {name}({{...}}).", name))
+        elif near := near_call(text, position, tool_names) or bare_call(text, position, tool_names):
+            call, end = near  # a line that starts like a call is answered: never taken as the answer, nor dropped
+            parsed.calls.append(call)
             line_end = end_of_line(text, end)
         else:
             mentions += find_mentions(line, tool_names)
         position = next_line(text, line_end)
     if not parsed.calls:
-        if problem := unplaced_call(parsed.text, mentions, tool_names):
-            parsed.calls.append(BadCall(problem))
+        if unplaced := unplaced_call(parsed.text, mentions, tool_names):
+            parsed.calls.append(unplaced)
         elif parsed.notes:  # an invented result and no call: the model believed it had called something
             parsed.calls.append(BadCall("Your reply has no tool call, yet it goes on as if a result had come."))
     else:
@@ -208,9 +214,31 @@ def opens_call(line: str, tool_names: Collection[str] | None = None, *, complete
     (None, True, False)
     """
     head = call_head(line, LINE_PREFIX.match(line).end(), tool_names)
-    if complete or (head is not None and head.group(3)):  # a call whose '(' has come stays one, whatever follows
-        return head is not None
-    return None if UNFINISHED_HEAD.fullmatch(line) else head is not None
+    if head is not None and (complete or head.group(3)):  # a call whose '(' has come stays one, whatever follows
+        return True
+    if complete:  # a line answered as one that starts like a call is held back like a call
+        return near_call(line, 0, tool_names) is not None
+    if UNFINISHED_HEAD.fullmatch(line):
+        return None
+    return True if head is not None else near_call_so_far(line, tool_names)
+
+
+def near_call_so_far(line: str, tool_names: Collection[str] | None) -> bool | None:
+    """Whether `line`, whose head has come whole, is answered as a line that starts like a call (near_call):
+    None while the text to come could still decide (a `Tool: NAME {...}` line until its end)."""
+    head = HEAD.match(line, LINE_PREFIX.match(line).end())
+    if head is None or (tool_names is not None and head.group(2) not in tool_names):
+        return False
+    if head.group(1) == "tool":
+        return True  # with the protocol's own keyword, whatever follows the name
+    after = AFTER_NAME.match(line, head.end(2)).end()
+    if after == len(line) or line[after] != "{":
+        return None if after == len(line) else False
+    args, end = json_object(line, after)
+    line_end = end_of_line(line, end)
+    if args is None or line_end == len(line):  # the object, or its line, is still to come
+        return None
+    return not line[end:line_end].strip(" \t")
 
 
 def call_head(text: str, position: int, tool_names: Collection[str] | None) -> re.Match | None:
@@ -281,17 +309,67 @@ def next_line(text: str, line_end: int) -> int:
     return line_end + (2 if text.startswith("\r\n", line_end) else 1)
 
 
-def bare_call(text: str, position: int, tool_names: list[str]) -> tuple[str, int] | None:
-    """A line like `read_file({...})`: a readable call missing its `tool:` prefix; its name and end."""
+def line_starts(text: str) -> Iterator[int]:
+    """Where each line of `text` starts."""
+    position = 0
+    while position < len(text):
+        yield position
+        position = next_line(text, end_of_line(text, position))
+
+
+def bare_call(text: str, position: int, tool_names: list[str]) -> BadCall | None:
+    """A line like `read_file({...})` or `read_file {...}`: a readable call missing its `tool:` prefix (and its
+    parentheses), answered with the call to write; its end is `BadCall.args`'s line. Code calling a function
+    of the same name (`read_file(path)`, `print(read_file('a'))`) is not one."""
     head = BARE_HEAD.match(text, position)
     if not head or head.group(1) not in tool_names:
         return None
-    try:  # strict JSON only: repairs would scan the rest of the reply for every line of code like this
-        value, end = LENIENT_JSON.raw_decode(text, skip_space(text, head.end()))
-    except (ValueError, RecursionError):  # code that merely calls a function of the same name
+    name, args, end = head.group(1), *json_object(text, head.end())  # strict JSON only: repairs would scan
+    if args is None:  # the rest of the reply for every line of code like this
         return None
-    close = skip_space(text, end)
-    return (head.group(1), close + 1) if isinstance(value, dict) and text.startswith(")", close) else None
+    if head.group(2):
+        end = skip_space(text, end)
+        if not text.startswith(")", end):
+            return None
+        problem = f"A line starts with {name}( but not with `tool:`, so it was not run as a call"
+    elif text[end:end_of_line(text, end)].strip(" \t"):
+        return None  # more words after the object: prose about a call
+    else:
+        problem = (f"The line {quoted_line(text, position)} is not a call: it needs `tool:` before the name and the "
+                   "arguments in parentheses")
+    # The call to write ends the first line: the user's log line shows it too, and the model reads it whole.
+    return BadCall(f"{problem}; written as one: {corrected(name, args)}", name), end + bool(head.group(2))
+
+
+def near_call(text: str, position: int, tool_names: Collection[str] | None) -> tuple[BadCall, int] | None:
+    """A line that starts like a call to a known tool and is not one, answered with what to write; and where
+    it ends. That is `tool:` as the protocol spells it and a known name, whatever follows (`tool: read_file
+    a.py`), or any `Tool:` with a known name and one JSON object ending the line (`Tool: read_file {"path":
+    "a.py"}`). A label stays prose: `Tool: read_file (3 times)`, `Tool: pytest, all green.` `tool_names`
+    None counts every name as known."""
+    start = LINE_PREFIX.match(text, position).end()
+    head = HEAD.match(text, start)
+    if head is None or (tool_names is not None and head.group(2) not in tool_names):
+        return None
+    name, protocol = head.group(2), head.group(1) == "tool"  # the keyword exactly as the protocol spells it
+    args, end = json_object(text, AFTER_NAME.match(text, head.end(2)).end())
+    if args is not None and text[end:end_of_line(text, end)].strip(" \t"):
+        args = None  # more words after the object: a sentence about the call, or a call past repair
+    if args is None and not protocol:
+        return None
+    if args is None:
+        return BadCall(f"The line {quoted_line(text, position)} starts like a call to {name} but is not one: a call "
+                       f"is the tool's name and its arguments as one JSON object in parentheses, like tool: "
+                       f"{name}({{...}}). If the line was meant as text, do not start it with `tool:`.",
+                       name), end_of_line(text, start)
+    return BadCall(f"The line {quoted_line(text, position)} is not a call: the arguments go in parentheses right "
+                   f"after the tool's name; written as one: {corrected(name, args)}", name), end
+
+
+def quoted_line(text: str, position: int) -> str:
+    """The line at `position` as a problem quotes it: in backticks, cut after 100 characters."""
+    line = text[position:end_of_line(text, position)].strip()
+    return f"`{line}`" if len(line) <= 100 else f"`{line[:100]}…`"
 
 
 def find_mentions(prose: str, tool_names: list[str]) -> list[str]:
@@ -307,10 +385,13 @@ def find_mentions(prose: str, tool_names: list[str]) -> list[str]:
     return found
 
 
-def unplaced_call(text: str, mentions: list[str], tool_names: list[str]) -> str | None:
+def unplaced_call(text: str, mentions: list[str], tool_names: list[str]) -> BadCall | None:
     """For a reply without calls: a call written mid-sentence or in a JSON format is not an answer."""
     if mentions:
-        return f"A tool call must start its own line; it was found in the middle of a line: {mentions[0]!r}."
+        return BadCall(f"A tool call must start its own line; it was found in the middle of a line: {mentions[0]!r}.")
+    starts = (LINE_PREFIX.match(text, start).end() for start in line_starts(text))
+    if found := json_call(text, starts, tool_names):
+        return BadCall(*found)
     if any(name in tool_names for found in JSON_STYLE.finditer(text) for name in found.groups() if name):
-        return "That looks like a JSON or XML function call; this program only reads `tool:` lines."
+        return BadCall("That looks like a JSON or XML function call; this program only reads `tool:` lines.")
     return None

@@ -9,6 +9,11 @@ returned the outside file and 1 creation in 250 landed there. Here the checked r
 root's descriptor with O_NOFOLLOW at every step, so a step that has become a link is refused (`Changed`), never
 followed: what is opened is what was checked, or nothing.
 
+Windows has no directory descriptors (nor O_NOFOLLOW, nor `dir_fd`): there an open folder is its path
+(`DESCRIPTORS` is False) and each step is looked at (lstat) as it is reached, so a link or a junction on the way
+is refused all the same; but a swap in the instant between that look and the open is not caught, as it is here.
+(Making a link on Windows takes an administrator or developer mode, which narrows who could try.)
+
 A write keeps what the user has:
   - it compares the file with the bytes the edit was made from, after the approval, and writes nothing when
     they differ (`Changed`): the user edited it while the question was on screen;
@@ -27,9 +32,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it).
-NO_LINK = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+# Folders opened as descriptors and used through `dir_fd` (Linux, macOS, the BSDs); False on Windows.
+DESCRIPTORS = hasattr(os, "O_NOFOLLOW") and hasattr(os, "O_DIRECTORY") and os.open in os.supports_dir_fd
+ROOT = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)  # the root itself may be a link
+FOLDER = ROOT | getattr(os, "O_NOFOLLOW", 0)
+# O_NONBLOCK: opening a FIFO must not wait for a writer (regular files ignore it). O_BINARY: Windows would
+# otherwise turn CRLF into LF as it reads, and back as it writes.
+NO_LINK = sum(getattr(os, flag, 0) for flag in ("O_NOFOLLOW", "O_CLOEXEC", "O_NONBLOCK", "O_BINARY"))
+JUNCTION = 0xA0000003  # IO_REPARSE_TAG_MOUNT_POINT: a Windows junction, which leads elsewhere as a link does
 # What opening a link with O_NOFOLLOW fails with: ELOOP (Linux, macOS), EMLINK (FreeBSD); ENOTDIR on Linux when
 # O_DIRECTORY is asked too. Each could mean something else, so a link is confirmed before it is reported.
 LINK_ERRORS = (errno.ELOOP, errno.EMLINK, errno.ENOTDIR)
@@ -48,42 +58,45 @@ class Changed(Exception):
 
 # --- reaching a folder, and what is in it ---
 
+Folder = int | str  # an open folder: its descriptor, or (without descriptors: Windows) its path
+
 
 @contextmanager
-def folder(root: Path, real: Path, made: list[Path] | None = None) -> Iterator[int]:
-    """A descriptor of the folder `real`, reached from `root` one step at a time, following no link.
+def folder(root: Path, real: Path, made: list[Path] | None = None) -> Iterator[Folder]:
+    """The folder `real`, open, reached from `root` one step at a time, following no link.
     FileNotFoundError or NotADirectoryError when a step is missing or a file; Changed("link") when it is a link.
     With `made`, missing folders are created, and recorded there deepest first (for /undo)."""
     fd = open_folder(root, real, made)
     try:
         yield fd
     finally:
-        os.close(fd)
+        close(fd)
 
 
-def open_folder(root: Path, real: Path, made: list[Path] | None = None) -> int:
+def open_folder(root: Path, real: Path, made: list[Path] | None = None) -> Folder:
     names = steps(root, real)
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = os.open(root, ROOT) if DESCRIPTORS else str(root)
     try:
         for depth, name in enumerate(names, 1):
             # `fd` names the open folder at every moment, so an exception (search's time limit is a signal
             # raised anywhere) closes it once: the parent is closed only after the child took its place.
             parent, fd = fd, open_child_folder(fd, name, made, root.joinpath(*names[:depth]))
-            os.close(parent)
+            close(parent)
     except BaseException:
-        os.close(fd)
+        close(fd)
         raise
     return fd
 
 
-def open_child_folder(fd: int, name: str, made: list[Path] | None, path: Path) -> int:
+def open_child_folder(fd: Folder, name: str, made: list[Path] | None, path: Path) -> Folder:
     try:
-        return os.open(name, FOLDER, dir_fd=fd)
+        return open_at(fd, name, FOLDER) if isinstance(fd, int) else child_by_path(fd, name)
     except FileNotFoundError:
         if made is None:
             raise
         try:
-            os.mkdir(name, 0o777, dir_fd=fd)
+            folder_path, dir_fd = at(fd, name)
+            os.mkdir(folder_path, 0o777, dir_fd=dir_fd)
             made.insert(0, path)
         except FileExistsError:  # someone made it meanwhile: use it if it is a folder, and it is not ours to remove
             pass
@@ -94,16 +107,60 @@ def open_child_folder(fd: int, name: str, made: list[Path] | None, path: Path) -
         raise
 
 
+def child_by_path(fd: str, name: str) -> str:
+    """Without descriptors: the folder `name` in `fd`, looked at as O_NOFOLLOW | O_DIRECTORY would."""
+    path = os.path.join(fd, name)
+    info = os.stat(path, follow_symlinks=False)  # FileNotFoundError when it is missing
+    if leads_elsewhere(info):
+        raise Changed("link")
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), path)
+    return path
+
+
 def steps(root: Path, real: Path) -> tuple[str, ...]:
     """The names from `root` down to `real`; ValueError if `real` is not under `root` (a caller's bug)."""
     return real.relative_to(root).parts
 
 
-def is_link(fd: int, name: str) -> bool:
+# What takes a folder: `dir_fd` with a descriptor, the joined path without one (all of these take dir_fd=None).
+
+
+def at(fd: Folder, name: str) -> tuple[str, int | None]:
+    return (name, fd) if isinstance(fd, int) else (os.path.join(fd, name), None)
+
+
+def open_at(fd: Folder, name: str, flags: int, mode: int = 0o777) -> int:
+    path, dir_fd = at(fd, name)
+    return os.open(path, flags, mode, dir_fd=dir_fd)
+
+
+def status(fd: Folder, name: str) -> os.stat_result:
+    """What is at `name` in `fd` itself: a link is not followed."""
+    path, dir_fd = at(fd, name)
+    return os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+
+
+def unlink_at(fd: Folder, name: str) -> None:
+    path, dir_fd = at(fd, name)
+    os.unlink(path, dir_fd=dir_fd)
+
+
+def close(fd: Folder) -> None:
+    if isinstance(fd, int):
+        os.close(fd)
+
+
+def is_link(fd: Folder, name: str) -> bool:
     try:
-        return stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
+        return leads_elsewhere(status(fd, name))
     except OSError:
         return False
+
+
+def leads_elsewhere(info: os.stat_result) -> bool:
+    """A symbolic link, or a Windows junction (which is a link to a folder in all but name)."""
+    return stat.S_ISLNK(info.st_mode) or getattr(info, "st_reparse_tag", 0) == JUNCTION
 
 
 def lstat(root: Path, real: Path) -> os.stat_result | None:
@@ -112,28 +169,36 @@ def lstat(root: Path, real: Path) -> os.stat_result | None:
         return os.stat(root)
     try:
         with folder(root, real.parent) as fd:
-            return os.stat(real.name, dir_fd=fd, follow_symlinks=False)
+            return status(fd, real.name)
     except (FileNotFoundError, NotADirectoryError):
         return None
 
 
 def listing(root: Path, real: Path) -> list[tuple[str, bool, bool]]:
     """(name, is a folder, is a link) for each entry of the folder `real`, sorted by name. A link is a link
-    here, whatever it leads to: the caller judges it (`Workspace.confine`)."""
+    here, whatever it leads to: the caller judges it (`Workspace.confine`); so is a junction (Windows)."""
     with folder(root, real) as fd, os.scandir(fd) as scan:
         # Read while the descriptor is open: without a type from the directory, DirEntry asks fstatat on it.
-        return sorted((item.name, item.is_dir(follow_symlinks=False), item.is_symlink()) for item in scan)
+        entries = [(item.name, item.is_dir(follow_symlinks=False), item.is_symlink() or is_junction(item))
+                   for item in scan]
+    return sorted((name, is_dir and not link, link) for name, is_dir, link in entries)
+
+
+def is_junction(item: os.DirEntry) -> bool:
+    return hasattr(item, "is_junction") and item.is_junction()  # Python 3.12 and later; only ever true on Windows
 
 
 # --- reading ---
 
 
 @contextmanager
-def regular_file(fd: int, name: str, flags: int = os.O_RDONLY) -> Iterator[tuple[int, os.stat_result]]:
+def regular_file(fd: Folder, name: str, flags: int = os.O_RDONLY) -> Iterator[tuple[int, os.stat_result]]:
     """The regular file `name` in the folder `fd`, open, and its status; Changed when it is gone, a link, a
     folder or a pipe."""
     try:
-        file = os.open(name, flags | NO_LINK, dir_fd=fd)
+        if not DESCRIPTORS and is_link(fd, name):  # no O_NOFOLLOW to refuse it: look first
+            raise Changed("link")
+        file = open_at(fd, name, flags | NO_LINK)
     except FileNotFoundError:
         raise Changed("removed") from None
     except OSError as error:
@@ -178,14 +243,14 @@ def create(root: Path, real: Path, data: bytes) -> list[Path]:
     try:
         with folder(root, real.parent, made) as fd:
             try:  # O_EXCL: fails on any name that exists, a link included (it is not followed)
-                file = os.open(real.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o666, dir_fd=fd)
+                file = open_at(fd, real.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o666)
             except FileExistsError:
                 raise Changed("created") from None
             try:
                 write_all(file, data)
                 os.fsync(file)
             except BaseException:
-                os.unlink(real.name, dir_fd=fd)  # ours, half written: it must not stay
+                unlink_at(fd, real.name)  # ours, half written: it must not stay
                 raise
             finally:
                 os.close(file)
@@ -210,7 +275,7 @@ def replace(root: Path, real: Path, data: bytes, expected: bytes) -> None:
 
 
 @contextmanager
-def existing_folder(root: Path, real: Path) -> Iterator[int]:
+def existing_folder(root: Path, real: Path) -> Iterator[Folder]:
     """The folder holding `real`, which was there when the file was read: Changed("removed") if it is gone."""
     try:
         fd = open_folder(root, real.parent)
@@ -219,17 +284,17 @@ def existing_folder(root: Path, real: Path) -> Iterator[int]:
     try:
         yield fd
     finally:
-        os.close(fd)
+        close(fd)
 
 
-def write_atomically(fd: int, name: str, data: bytes, info: os.stat_result) -> bool:
+def write_atomically(fd: Folder, name: str, data: bytes, info: os.stat_result) -> bool:
     """Write through a temporary file renamed over `name`, with its mode and owner; False, having written
     nothing, when that cannot keep what the file is (no right to make a file here, or to give it the owner)."""
     temporary = None
     for _ in range(TEMPORARY_TRIES):
         candidate = f".{name}.{os.urandom(4).hex()}.tmp"
         try:
-            file = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o600, dir_fd=fd)
+            file = open_at(fd, candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NO_LINK, 0o600)
             temporary = candidate
             break
         except FileExistsError:  # a leftover, or a name someone put there: try another
@@ -242,24 +307,26 @@ def write_atomically(fd: int, name: str, data: bytes, info: os.stat_result) -> b
         try:
             write_all(file, data)
             os.fsync(file)
-            os.fchmod(file, stat.S_IMODE(info.st_mode))
+            if hasattr(os, "fchmod"):  # Windows before Python 3.13 has none; the new file is writable as the old was
+                os.fchmod(file, stat.S_IMODE(info.st_mode))
             own = os.fstat(file)
-            if (own.st_uid, own.st_gid) != (info.st_uid, info.st_gid):
+            if (own.st_uid, own.st_gid) != (info.st_uid, info.st_gid):  # never on Windows: both are 0 there
                 os.fchown(file, info.st_uid, info.st_gid)
         finally:
             os.close(file)
         unchanged_since(fd, name, info)  # the last look before the rename: the window is this line wide
-        os.replace(temporary, name, src_dir_fd=fd, dst_dir_fd=fd)
-    except PermissionError:  # the owner could not be given: the temporary goes, the file is written in place
-        os.unlink(temporary, dir_fd=fd)
+        (source, dir_fd), target = at(fd, temporary), at(fd, name)[0]
+        os.replace(source, target, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except PermissionError:  # the owner could not be given (or, on Windows, the file is open): write it in place
+        unlink_at(fd, temporary)
         return False
     except BaseException:
-        os.unlink(temporary, dir_fd=fd)
+        unlink_at(fd, temporary)
         raise
     return True
 
 
-def write_in_place(fd: int, name: str, data: bytes, info: os.stat_result, before: bytes) -> None:
+def write_in_place(fd: Folder, name: str, data: bytes, info: os.stat_result, before: bytes) -> None:
     """Overwrite the file's own bytes: every name it has sees the change, its owner stays. Not atomic, the price
     editors pay for such files too: a write that fails halfway (a full disk) puts `before` back, which fits in
     the room the file had."""
@@ -283,9 +350,9 @@ def write_at_start(file: int, data: bytes) -> None:
     os.ftruncate(file, len(data))
 
 
-def unchanged_since(fd: int, name: str, info: os.stat_result) -> None:
+def unchanged_since(fd: Folder, name: str, info: os.stat_result) -> None:
     try:
-        now = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        now = status(fd, name)
     except FileNotFoundError:
         raise Changed("removed") from None
     if not same_file(now, info):
@@ -305,7 +372,7 @@ def remove(root: Path, real: Path, expected: bytes) -> None:
             if read_all(file) != expected:
                 raise Changed("changed")
         unchanged_since(fd, real.name, info)
-        os.unlink(real.name, dir_fd=fd)
+        unlink_at(fd, real.name)
 
 
 def remove_folders(root: Path, folders: list[Path]) -> None:
@@ -314,7 +381,8 @@ def remove_folders(root: Path, folders: list[Path]) -> None:
     for path in folders:
         try:
             with folder(root, path.parent) as fd:
-                os.rmdir(path.name, dir_fd=fd)  # rmdir does not follow a link at the last step either
+                name, dir_fd = at(fd, path.name)
+                os.rmdir(name, dir_fd=dir_fd)  # rmdir does not follow a link at the last step either
         except (OSError, Changed):  # not empty (the user put something there), or gone, or moved
             return
 

@@ -1,9 +1,12 @@
-"""A file's bytes as edit_file reads and writes them: decoding, and encoding back.
+"""A file's bytes as the tools read and edit_file writes them: decoding, and encoding back.
 
-A file is decoded into a `Document` (UTF-8 text with "\n" line endings) and encoded back with the BOM, the
-line endings (one style or mixed) and the final newline it had, so an edit changes the bytes it means to
-change and no other: no CRLF file turned into LF, no BOM dropped, no newline added at the end. The write
-itself (atomic, never over a change made since the read, keeping hard links and the owner) is `beneath.py`'s.
+A file is decoded (`decode`) as UTF-8, or as UTF-16 or UTF-32 when it starts with their byte-order mark (what
+Windows Notepad and PowerShell write), and is binary when NUL characters show it is not text. edit_file loads it
+as a `Document` (text with "\n" line endings) and encodes it back in its own encoding, with the BOM, the line
+endings (one style or mixed) and the final newline it had, so an edit changes the bytes it means to change and no
+other: no CRLF file turned into LF, no BOM dropped, no UTF-16 file rewritten as UTF-8, no newline added at the end.
+The write itself (atomic, never over a change made since the read, keeping hard links and the owner) is
+`beneath.py`'s.
 
 This module also owns the line model every part of plainagent counts with: a line ends at CRLF, LF or CR
 and nowhere else (`LINE_BREAK`, `split_lines`). read_file, edit_file, search_files and the tool-call parser
@@ -12,12 +15,57 @@ all use it, so the line numbers in results, excerpts, diffs and read_file output
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 
-BINARY_SNIFF_BYTES = 8192  # a NUL byte in this many leading bytes marks a file as binary
-BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark: kept on the files that have it, never shown as text
+BINARY_SNIFF_BYTES = 8192  # a NUL in this many leading bytes (characters, for UTF-16/32) marks a file as binary
+BOM = codecs.BOM_UTF8  # UTF-8's byte-order mark: kept on the files that have it, never shown as text
+# byte-order mark -> (codec, name for the model). UTF-32 LE's mark begins with UTF-16 LE's: it is tried first.
+# Without a mark a file is UTF-8: UTF-16 is not guessed, its NUL bytes make it binary (as git and grep take it).
+MARKED_ENCODINGS = {
+    BOM: ("utf-8", "UTF-8"),
+    codecs.BOM_UTF32_LE: ("utf-32-le", "UTF-32 (little-endian)"),
+    codecs.BOM_UTF32_BE: ("utf-32-be", "UTF-32 (big-endian)"),
+    codecs.BOM_UTF16_LE: ("utf-16-le", "UTF-16 (little-endian)"),
+    codecs.BOM_UTF16_BE: ("utf-16-be", "UTF-16 (big-endian)"),
+}
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # where a line ends; str.splitlines would also split at \f and U+2028
+
+
+@dataclass
+class Decoded:
+    """A file's text, and how to write it back."""
+
+    text: str  # the BOM removed; undecodable bytes, if any, shown as U+FFFD
+    bom: bytes  # the byte-order mark the file starts with, or b""
+    codec: str  # "utf-8", "utf-16-le", ...
+    name: str  # the encoding as the model is told it, e.g. "UTF-16 (little-endian)"
+    bad_byte: int | None = None  # where the bytes stop being valid in that encoding (None: they all are)
+
+    def problem(self) -> str:
+        """Why these bytes cannot be edited as text, in the middle of a sentence ("" when they can)."""
+        if self.bad_byte is None:
+            return ""
+        if self.codec == "utf-8":
+            return f"is not valid UTF-8 (byte {self.bad_byte})"
+        return f"starts with a {self.name} byte-order mark, but byte {self.bad_byte} is not {self.name.split()[0]}"
+
+
+def decode(raw: bytes) -> Decoded | None:
+    """The text of a file's bytes, or None for a binary file (a NUL near the start: no text file holds one)."""
+    bom = next((mark for mark in MARKED_ENCODINGS if raw.startswith(mark)), b"")
+    codec, name = MARKED_ENCODINGS.get(bom, ("utf-8", "UTF-8"))
+    if codec == "utf-8" and b"\0" in raw[:BINARY_SNIFF_BYTES]:
+        return None
+    body = raw[len(bom):]
+    try:
+        decoded = Decoded(body.decode(codec), bom, codec, name)
+    except UnicodeDecodeError as error:
+        decoded = Decoded(body.decode(codec, errors="replace"), bom, codec, name, len(bom) + error.start)
+    if codec != "utf-8" and "\0" in decoded.text[:BINARY_SNIFF_BYTES]:  # a mark by chance, on a binary file
+        return None
+    return decoded
 
 
 def is_text(text: str) -> bool:
@@ -48,7 +96,8 @@ class Document:
 
     raw: bytes  # the file's bytes as found, for the undo journal
     text: str  # decoded, BOM removed, every line ending turned into "\n"
-    bom: bool
+    bom: bytes  # the byte-order mark it starts with, or b""
+    codec: str  # the encoding it is written back in ("utf-8", "utf-16-le", ...)
     endings: list[str]  # the file's own line endings in order ("\r\n", "\n" or "\r"): one per "\n" in text
 
     def encode(self, text: str) -> bytes:
@@ -58,19 +107,19 @@ class Document:
             data = text.replace("\n", styles.pop() if styles else "\n")
         else:
             data = reapply_endings(self.text, self.endings, text)
-        return BOM + data.encode("utf-8") if self.bom else data.encode("utf-8")
+        return self.bom + data.encode(self.codec)
 
 
 def decode_for_edit(raw: bytes, path: str) -> Document:
-    """The text of a file edit_file may change, or EditRefused: binary or not UTF-8."""
-    if b"\0" in raw[:BINARY_SNIFF_BYTES]:
+    """The text of a file edit_file may change, or EditRefused: binary, or not valid in its encoding."""
+    decoded = decode(raw)
+    if decoded is None:
         raise EditRefused(f"{path} is a binary file ({len(raw):,} bytes); edit_file changes text files only.")
-    try:
-        text = raw.removeprefix(BOM).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise EditRefused(f"{path} is not valid UTF-8 (byte {error.start}); edit_file would corrupt it, so it "
-                          "refuses. Use run_command with a tool that knows the encoding.") from None
-    return Document(raw, LINE_BREAK.sub("\n", text), raw.startswith(BOM), LINE_BREAK.findall(text))
+    if decoded.problem():
+        raise EditRefused(f"{path} {decoded.problem()}; edit_file would corrupt it, so it refuses. Use "
+                          "run_command with a tool that knows the encoding.")
+    text = decoded.text
+    return Document(raw, LINE_BREAK.sub("\n", text), decoded.bom, decoded.codec, LINE_BREAK.findall(text))
 
 
 def reapply_endings(before: str, endings: list[str], after: str) -> str:

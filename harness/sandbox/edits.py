@@ -220,7 +220,7 @@ def not_found_message(text: str, old: str, new: str, path: str) -> str:
 
 
 def numbered(number: int, line: str) -> str:
-    """A line as read_file shows it: the number right-aligned in 6 columns, a tab, the line."""
+    """A line as read_file shows it in a range: the number right-aligned in 6 columns, a tab, the line (`cat -n`)."""
     return f"{number:>6}\t{line}"
 
 
@@ -231,21 +231,29 @@ def numbered_excerpt(text: str, first: int, last: int, context: int = 3) -> str:
     return "\n".join(numbered(n, lines[n - 1]) for n in range(start, end + 1))
 
 
-def describe_change(before: str, asked: str, after: str, first: int, last: int) -> str:
-    """What an applied edit left, for the model: the lines new_str now fills (`last` < `first` when it filled
-    none), numbered like read_file, and what happened to the final newline, which an excerpt cannot show.
-    `asked` is the text as new_str made it, before keep_final_newline."""
+def describe_change(before: str, asked: str, after: str, first: int, last: int, rule: str) -> str:
+    """What an applied edit left, for the model, to follow "Edited PATH": where new_str went (`last` < `first`
+    when it filled no line), and what happened to the final newline, which no excerpt can show. `asked` is
+    the text as new_str made it, before keep_final_newline.
+
+    After an exact match the file holds new_str where old_str was, which the model wrote itself: the line
+    numbers are all it lacks. After a whitespace rule it does not hold new_str as written (re-indented, say),
+    so the lines are shown, numbered like read_file."""
     n_lines = len(split_lines(after))
     if n_lines == 0:
-        return "The file is now empty."
+        return ": the file is now empty."
+    exact = rule == "exact match"
     if last < first:
         where = f"at line {first}" if first <= n_lines else "at the end of the file"
         first = last = min(first, n_lines)
-        report = [f"The text was removed {where}; the lines around it now read:"]
+        report = [f": text removed {where}." if exact else f" ({rule}): text removed {where}; the lines "
+                  "around it now read:"]
     else:  # a final newline dropped by keep_final_newline may leave `last` one past the end
         first, last = min(first, n_lines), min(last, n_lines)
-        report = [f"Lines {first}-{last} now read:"]
-    report.append(numbered_excerpt(after, first, last))
+        lines = f"line {first}" if first == last else f"lines {first}-{last}"
+        report = [f" at {lines}." if exact else f" ({rule}); {lines} now read:"]
+    if not exact:
+        report.append(numbered_excerpt(after, first, last))
     if before.endswith("\n") != after.endswith("\n"):
         report.append("(The file now ends with a newline.)" if after.endswith("\n")
                       else "(The file no longer ends with a newline.)")

@@ -35,7 +35,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 
-from harness.model.hosts import host_of, is_loopback
+from harness.model.hosts import host_of, is_loopback, parse_hosts  # noqa: F401  (parse_hosts: where it was)
 from harness.sandbox.html_text import html_to_text
 from harness.sandbox.workspace import ToolError
 
@@ -64,25 +64,6 @@ class Page:
     text: str
     hops: list[str] = field(default_factory=list)  # each URL that redirected, with its status: "http://a/ (301)"
     cut: str = ""  # why the download stopped before the end of the page, or ""
-
-
-def parse_hosts(text: str) -> frozenset[str]:
-    """PLAINAGENT_FETCH_ALLOW's hosts, as the checks compare them: "Docs.Python.org, 127.0.0.1:8000, [::1]"
-    -> {"docs.python.org", "127.0.0.1", "::1"}. A URL pasted whole counts as its host; ValueError for an item
-    that names no host."""
-    hosts = set()
-    for item in filter(None, re.split(r"[\s,;]+", text)):
-        try:
-            host = str(ipaddress.ip_address(item.strip("[]")))  # an address, in the form the resolver gives it
-        except ValueError:
-            try:
-                host = host_of(item if "//" in item else f"//{item}")
-            except ValueError:  # an unclosed "[" of an IPv6 address
-                host = ""
-        if not host:
-            raise ValueError(f"{item!r} is not a host name or address")
-        hosts.add(host)
-    return frozenset(hosts)
 
 
 # --- the fetch ---
@@ -140,6 +121,10 @@ def checked_url(url: str, hops: list[str]) -> tuple[str, str]:
     host = host_of(prepared)
     if not host:
         raise ToolError(f"{url!r} has no host; give a full URL, e.g. \"https://docs.python.org/3/\".")
+    if "@" in urlsplit(prepared).netloc:  # requests would send the user and password as basic auth
+        where = f" (redirected to by {hops[-1].rsplit(' (', 1)[0]})" if hops else ""
+        raise ToolError(f"A URL with a user or password{where} is not fetched: web_fetch never sends credentials. "
+                        "Ask the user to fetch it, or give the URL without them.")
     return prepared, host
 
 

@@ -11,18 +11,12 @@ happens only if the file still holds what the edit was made from, once the quest
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 
-from harness.sandbox.documents import (
-    BINARY_SNIFF_BYTES,
-    BOM,
-    LINE_BREAK,
-    decode_for_edit,
-    keep_final_newline,
-    split_lines,
-)
+from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
 from harness.sandbox.edits import check_python_edit, describe_change, replace_once, unified_diff
 from harness.sandbox.redaction import REDACTED
 from harness.sandbox.search import suggest_paths
@@ -39,16 +33,32 @@ def read_text(ws: Workspace, full: Path, path: str) -> tuple[list[str], list[str
     if info.st_size > READ_MAX_FILE_BYTES or len(data) > READ_MAX_FILE_BYTES:  # or it grew since it was looked at
         raise ToolError(f"{path} is {max(info.st_size, len(data)):,} bytes, too big to load; use run_command with "
                         "head, tail or grep to look at parts of it.")
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+    decoded = decode(data)
+    if decoded is None:
         raise ToolError(f"{path} is a binary file ({len(data):,} bytes); read_file shows text files only.")
-    data, notes = data.removeprefix(BOM), []
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-        notes.append("the file is not valid UTF-8: undecodable bytes are shown as \ufffd, and edit_file "
-                     "will refuse this file")
-    return split_lines(ws.redact(text)), notes  # redacted before any line is cut: a cut through the key shows half
+    notes = []
+    if decoded.problem():
+        notes.append(f"the file {decoded.problem()}: undecodable bytes are shown as \ufffd, and edit_file will "
+                     "refuse this file")
+    elif decoded.codec != "utf-8":  # the model's commands (grep, sed) would not find its text as UTF-8
+        notes.append(f"the file is {decoded.name}, with a byte-order mark; edit_file writes it back the same way")
+    # Redacted before any line is cut: a cut through the key would show half of it.
+    return split_lines(ws.redact(decoded.text)), notes
+
+
+def cut_lines(path: str, lines: list[str], first: int, limit: int) -> list[str]:
+    """read_file's note on the lines it shows cut at `limit` characters (numbered from `first`): which, and how
+    to see the rest. Without it, what is past the cut of a one-line 300 KB file is out of sight for good."""
+    cut = [first + index for index, line in enumerate(lines) if len(line) > limit]
+    if not cut:
+        return []
+    if len(cut) == 1:
+        where = f"line {cut[0]} is cut at {limit:,} of its {len(lines[cut[0] - first]):,} characters"
+    else:
+        where = f"lines {', '.join(map(str, cut[:-1]))} and {cut[-1]} are cut at {limit:,} characters each"
+    return [f"{where}. To see the rest: search_files with path={json.dumps(path)} shows the text around a match "
+            f"anywhere in a line, and run_command can print any part of it (characters {limit + 1:,}-{2 * limit:,}, "
+            "say)"]
 
 
 def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
@@ -89,7 +99,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     shown = named(ws, path, full) + other_names(info)
     ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
-    return f"Edited {shown} ({rule}). {describe_change(document.text, asked, text, first, last)}{warning}"
+    return f"Edited {shown}{describe_change(document.text, asked, text, first, last, rule)}{warning}"
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:

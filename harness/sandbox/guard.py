@@ -49,10 +49,14 @@ def removes_everything(command: Command) -> bool:
         if program == "find":  # where it starts: its first word
             recursive, targets = "-delete" in args or "rm" in args, targets[:1]
         for target in targets if recursive else []:
-            path = path_of(target, command) or "."
+            path = path_of(target, command)
+            if path is None and re.fullmatch(r"\$\(.*\)|`.*`", target, re.DOTALL):  # `$(echo ~)`: it may be ~
+                return True
+            path = path or "."
             while GLOB.search(posixpath.basename(path)):  # "/*/*" and "~/.*" stand for everything under / and ~
                 path = posixpath.dirname(path)
-            homes = {os.path.expanduser("~"), os.path.expanduser(target.split("/")[0])}  # and ~root
+            homes = {os.path.expanduser("~")} | ({os.path.expanduser(target.split("/")[0])}  # and ~root
+                                                 if target.startswith("~") else set())
             if any(home == path or home.startswith(path.rstrip("/") + "/") for home in homes):
                 return True
     return False
@@ -97,7 +101,8 @@ def force_pushes(command: Command) -> bool:
     +refspec, wherever these stand among git's words: an alias or a config value set with -c included."""
     for _, args in command.runs("git"):
         parts = [part for arg in args for part in re.split(r"[\s=]+", arg)]
-        if any(part == "push" or part.endswith(".push") for part in parts) and any(
+        computed = any(getattr(arg, "subs", None) for arg in args)  # `git $(echo push) -f`: the verb may be push
+        if (computed or any(part == "push" or part.endswith(".push") for part in parts)) and any(
                 part.startswith(("+", "--force")) or re.fullmatch(r"-[a-zA-Z]*f[a-zA-Z]*", part) or len(part) > 2
                 and any(option.startswith(part) for option in ("--force-with-lease", "--mirror")) for part in parts):
             return True

@@ -3,9 +3,10 @@
 Helpers of the `list_files` and `search_files` tools in tools.py (their docstrings, what the model reads, stay
 there): a big tree shown by whole levels from the top, so one huge folder deep down cannot hide the rest; an
 empty listing that says why it is empty; which files a search covers and which it names as skipped; globs where
-`**/` may match no folder; a file's lines with the API key redacted before any pattern runs on them; a time
-limit that can stop a regular expression in the middle of one catastrophic match; and, for a missing path,
-the existing paths closest to it (bounded: it runs on every miss, and a workspace may be a home directory).
+`**/` may match no folder; a file's lines with the API key redacted before any pattern runs on them, and the part
+of a long line where a pattern matched; a time limit that can stop a regular expression in the middle of one
+catastrophic match; and, for a missing path, the existing paths closest to it (bounded: it runs on every miss,
+and a workspace may be a home directory).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import itertools
+import re
 import signal
 import stat
 import threading
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.sandbox.documents import BINARY_SNIFF_BYTES, BOM, split_lines
+from harness.sandbox.documents import decode, split_lines
 from harness.sandbox.ignore_rules import IgnoreRules
 from harness.sandbox.workspace import Entry, ToolError, Workspace
 
@@ -169,11 +171,12 @@ def searchable_lines(ws: Workspace, file: Path, full: Path, path: str) -> list[s
             raise ToolError(f"{path} is more than {SEARCH_MAX_FILE_BYTES:,} bytes now; search_files reads files "
                             "up to that. Use run_command with grep -n to search it.")
         return None
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+    decoded = decode(data)
+    if decoded is None:
         if file == full:
             raise ToolError(f"{path} is a binary file ({len(data):,} bytes); search_files searches text files only.")
         return None
-    return split_lines(ws.redact(data.removeprefix(BOM).decode("utf-8", "replace")))
+    return split_lines(ws.redact(decoded.text))
 
 
 def shortened(line: str, limit: int) -> str:
@@ -181,6 +184,25 @@ def shortened(line: str, limit: int) -> str:
     if len(line) <= limit:
         return line
     return line[:limit] + f" [line cut: {len(line) - limit:,} more characters]"
+
+
+def matching_lines(name: str, lines: list[str], regex: re.Pattern, limit: int) -> list[str]:
+    """`name:number: text` for each line `regex` matches; a line longer than `limit` shows where it matched."""
+    return [f"{name}:{number}: {excerpt(line, match.start(), limit)}"
+            for number, line in enumerate(lines, 1) if (match := regex.search(line))]
+
+
+def excerpt(line: str, start: int, limit: int) -> str:
+    """A matching line, stripped; past `limit` characters, the part around the match at `start` (a quarter of the
+    room before it), with what was left out on each side counted. The line's first characters would hide a match
+    at character 150,000 of a minified file, and say nothing of where it is."""
+    text = line.strip()
+    if len(text) <= limit:
+        return text
+    start -= len(line) - len(line.lstrip())  # where the match is in the stripped text
+    begin = max(0, min(start - limit // 4, len(text) - limit))
+    before = f"[line cut: {begin:,} characters before] " if begin else ""
+    return before + shortened(text[begin:], limit)
 
 
 class TimeLimitHit(Exception):

@@ -2,8 +2,13 @@
 
 In the workspace root, with the user's environment minus the API key, without stdin, in a process group of its
 own so that a timeout or a Ctrl-C kills everything it started (not only the shell, leaving a server running
-behind the user's back), and with its output bounded while it runs (`yes` for a minute must not fill the
-memory): the head and the tail are kept, the API key redacted before the cut is marked.
+behind the user's back), tethered to the agent so that it ends when the agent is killed (tether.py), and with its
+output bounded while it runs (`yes` for a minute must not fill the memory): the head and the tail are kept, the
+API key redacted before the cut is marked.
+
+On Windows the shell is cmd.exe, the command gets a process group of its own (CREATE_NEW_PROCESS_GROUP: the
+console's Ctrl-C is the agent's, not the command's), and its tree is killed with `taskkill /T /F`; there is no
+tether there, so a command still running when the agent is killed hard goes on.
 """
 
 from __future__ import annotations
@@ -11,39 +16,94 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 from harness.sandbox.workspace import Workspace
 
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
+WINDOWS = os.name == "nt"
+WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
+TETHER = Path(__file__).with_name("tether.py")
 
 
 def run_shell(ws: Workspace, command: str, timeout: int) -> str:
-    """Run `command` with sh; returns its status line and its output, as run_command's result."""
-    # The child gets the user's environment minus the API key; its own session (process group), so a
-    # timeout can kill everything it started, not only the shell.
+    """Run `command` with sh (cmd.exe on Windows); returns its status line and its output, as run_command's result."""
     env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
-    process = subprocess.Popen(command, shell=True, cwd=ws.root, env=env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    process, tether = start(command, ws.root, env)
     output = HeadAndTail(OUTPUT_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
     reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
     reader.start()
     try:
-        process.wait(timeout=timeout)
-        code = process.returncode  # negative: ended by a signal (Popen's way of saying so)
-        status = f"exit code {code}" if code >= 0 else f"killed by signal {-code} ({signal.Signals(-code).name})"
+        wait(process, timeout)
+        status = exit_status(process.returncode)
     except subprocess.TimeoutExpired:
-        kill_group(process)
+        kill_tree(process)
         process.wait()
         status = f"killed after {timeout} s (timeout); the output so far"
     except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
-        kill_group(process)
+        kill_tree(process)
         raise
+    finally:
+        if tether is not None:  # the command has ended (or been killed): the tether has nothing left to hold
+            os.close(tether)
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     text = output.text(ws.redact)
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
+
+
+def start(command: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int | None]:
+    """The command, started in a process group of its own; and, on POSIX, the agent's end of its tether (tether.py),
+    which only this process holds: when the agent ends, however it ends, the kernel closes it."""
+    options = {"cwd": cwd, "env": env, "stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE,
+               "stderr": subprocess.STDOUT}
+    if WINDOWS:
+        return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
+                                **options), None
+    # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded).
+    if not sys.executable or not hasattr(os, "killpg"):
+        return subprocess.Popen(command, shell=True, start_new_session=True, **options), None
+    watch, tether = os.pipe()  # neither end is inherited, but the one passed on (pass_fds)
+    try:
+        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), command],
+                                   pass_fds=(watch,), start_new_session=True, **options)
+    except BaseException:
+        os.close(tether)
+        raise
+    finally:
+        os.close(watch)
+    return process, tether
+
+
+def wait(process: subprocess.Popen, timeout: float) -> None:
+    """process.wait(timeout), which on Windows waits in slices: a Ctrl-C does not interrupt a wait there, and
+    Python takes it only between two."""
+    if not WINDOWS:
+        process.wait(timeout=timeout)
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            process.wait(timeout=min(WINDOWS_WAIT_SLICE, max(0.0, deadline - time.monotonic())))
+            return
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+
+
+def exit_status(code: int) -> str:
+    """How the command ended: its exit code, or (POSIX) the signal that ended it, which Popen gives as -N."""
+    if code >= 0:
+        return f"exit code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:  # a real-time signal, which has no name of its own
+        return f"killed by signal {-code}"
+    return f"killed by signal {-code} ({name})"
 
 
 class HeadAndTail:
@@ -72,9 +132,19 @@ class HeadAndTail:
         return f"{head}\n[... {self.n_dropped:,} bytes dropped ...]\n{tail}"
 
 
-def kill_group(process: subprocess.Popen) -> None:
-    """Kill the command and everything it started (it leads its own process group)."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:  # it ended on its own meanwhile
-        pass
+def kill_tree(process: subprocess.Popen) -> None:
+    """Kill the command and everything it started: its process group on POSIX, its process tree on Windows."""
+    if WINDOWS:  # no process group to signal: taskkill walks the tree down from the shell
+        try:
+            subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):  # no taskkill: the shell at least
+            pass
+        process.kill()  # nothing, when taskkill ended it
+    elif hasattr(os, "killpg"):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:  # it ended on its own meanwhile
+            pass
+    else:  # a system without process groups: the shell only
+        process.kill()

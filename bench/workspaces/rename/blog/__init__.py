@@ -1,0 +1,1 @@
+"""A tiny blog: users, posts, comments, and the views and API that serve them."""
