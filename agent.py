@@ -33,9 +33,9 @@ if __name__ == "__main__":
     parse_args(sys.argv[1:])
 
 import prompt  # the words the model reads
-from harness.cli.commands import repl, show_start
+from harness.cli.commands import answered, repl, show_start
 from harness.cli.config import Config, ConfigError, load_config, read_task
-from harness.cli.display import LiveReply, describe_tokens, indented, log
+from harness.cli.display import LiveReply, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user, for_output
 from harness.history.context import Context
@@ -287,8 +287,7 @@ def attempt(session: Session, task: str) -> int:
         return 1
     if not (session.model.display and session.model.display.showed(answer, sys.stdout)):  # seen streamed already
         print(for_output(answer, sys.stdout), flush=True)  # escaped on a terminal; a pipe gets it exact, but no key
-    log(describe_tokens(session.model))
-    return 0
+    return answered(session)  # the token line; 3 if a write or command was refused for want of anyone to ask
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project)
     script = ['tool: edit_file({"path": "new.txt", "old_str": "", "new_str": "x"})', "I could not write the file."]
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, "-p", "-", stdin="create new.txt")
-    assert done.returncode == 0 and done.stdout == "I could not write the file.\n"
+    assert done.returncode == 3 and done.stdout == "I could not write the file.\n"  # 3: not done as asked
     assert not (project / "new.txt").exists()
     assert endpoint.received[0].body["messages"][1] == {"role": "user", "content": "create new.txt"}
     result = endpoint.received[1].body["messages"][-1]["content"]

@@ -20,23 +20,29 @@ except ImportError:  # not on Windows: the tests below are skipped there
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
 
-# Makes the pseudo-terminal on stdin the controlling terminal of a new session, then becomes agent.py, so
-# /dev/tty and Ctrl-C (SIGINT to the foreground process group) work as in a real terminal window.
-ATTACH = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+# Makes the pseudo-terminal (on stdin, else on stdout or stderr) the controlling terminal of a new session, then
+# becomes agent.py, so /dev/tty and Ctrl-C (SIGINT to the foreground process group) work as in a terminal window.
+ATTACH = ("import fcntl, os, sys, termios; "
+          "fcntl.ioctl(next(fd for fd in (0, 1, 2) if os.isatty(fd)), termios.TIOCSCTTY, 0); "
           "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
 
 
 class Screen:
     """agent.py on a pseudo-terminal: `type` keys, `expect` text on the screen."""
 
-    def __init__(self, install, project, endpoint, *argv, stderr=None):
+    def __init__(self, install, project, endpoint, *argv, stderr=None, stdin: str | None = None):
+        """`stdin`: text piped in (`echo TASK | python agent.py -p -`) instead of the terminal's keys."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
         env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY,
                     "PYTHONUNBUFFERED": "1", "TERM": "dumb", "HOME": str(project.parent)})
         self.master, slave = os.openpty()
         self.process = subprocess.Popen(
             [sys.executable, "-c", ATTACH, str(install / "agent.py"), *argv], cwd=project, env=env,
-            stdin=slave, stdout=slave, stderr=stderr or slave, start_new_session=True)
+            stdin=slave if stdin is None else subprocess.PIPE, stdout=slave, stderr=stderr or slave,
+            start_new_session=True)
+        if stdin is not None:
+            self.process.stdin.write(stdin.encode())
+            self.process.stdin.close()
         os.close(slave)
         self.text = ""  # everything shown so far, with the terminal's "\r\n" as "\n"
         self.seen = 0  # where the next expect starts looking
@@ -126,6 +132,19 @@ def test_the_question_is_asked_on_the_terminal_when_stderr_goes_to_a_log(install
         assert screen.wait() == 0
     assert (project / "notes.md").read_bytes() == b"hello\n"
     assert "→ edit_file(" in log.read_text() and "Allow" not in log.read_text()  # the log keeps the activity
+
+
+def test_a_task_piped_in_at_a_terminal_is_asked_about_there(install, project):
+    """`echo TASK | python agent.py -p -` at a terminal: stdin is a pipe, but the user is at the terminal."""
+    with FakeEndpoint([CREATE_NOTES, "Created notes.md."]) as endpoint:
+        screen = Screen(install, project, endpoint, "-p", "-", stdin="write notes\n")
+        screen.expect("Create notes.md (1 line):\nhello\n\nAllow create notes.md? [y]es / [n]o (or type a reason) / "
+                      "[a]lways: ")
+        screen.type("y\n")
+        screen.expect("Created notes.md.\n")
+        assert screen.wait() == 0
+    assert (project / "notes.md").read_bytes() == b"hello\n"
+    assert endpoint.received[0].body["messages"][-1]["content"] == "write notes\n"
 
 
 def test_a_faked_command_preview_shows_its_control_characters(install, project):

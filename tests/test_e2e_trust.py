@@ -41,7 +41,7 @@ def test_edits_mode_applies_an_edit_but_asks_before_a_command(install, project):
               'tool: run_command({"command": "python -m pytest -q"})', "Edited; the tests were not run."]
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, "-p", "fix and test", "--mode", "edits", stdin="")
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the command was refused: nobody could be asked
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Hello, " + name\r\n'
     assert "Edit greet.py (+1 -1 lines):\n" in done.stderr and "(applied without asking: mode edits)" in done.stderr
     command = results_sent(endpoint, 2)[0]
@@ -148,7 +148,7 @@ def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_l
     script = [DESTROY, PUBLISH, 'tool: edit_file({"path": "x.txt", "old_str": "", "new_str": "x"})', "Done."]
     with FakeEndpoint(script) as endpoint:
         done = agent(install, project, endpoint, "-p", "release", extra_env=own_settings(install, endpoint))
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr  # the edit was refused: nobody could be asked
     assert done.stderr.splitlines()[1].startswith(f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used")
     assert "PLAINAGENT_MODE not used: it asks less than your mode, ask" in done.stderr
     assert {request.headers["Authorization"] for request in endpoint.received} == {f"Bearer {KEY}"}

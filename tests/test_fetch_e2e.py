@@ -85,7 +85,7 @@ def test_ask_mode_without_a_terminal_fetches_nothing(install, project):
     with WebSite({"/changelog": CHANGELOG}) as site:
         with FakeEndpoint([call(f"http://localhost:{site.port}/changelog"), "Could not read it."]) as endpoint:
             done = run(install, project, endpoint, "-p", "read the changelog")
-    assert done.returncode == 0 and site.received == []
+    assert done.returncode == 3 and site.received == []  # 3: not done as asked
     assert results(endpoint, 1)[0]["output"].startswith("Not approved: fetch from localhost. Nobody can be asked")
 
 

@@ -18,7 +18,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM), "
                "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
                "agent.py. "
-               "Exit codes: 0 done, 1 failed, 2 usage or config error, 130 interrupted.")
+               "Exit codes: 0 done, 1 failed, 2 usage or config error, 3 not done as asked (a write, command or "
+               "fetch that needed approval was refused: no terminal to ask on; see --yes), 130 interrupted.")
     parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
     parser.add_argument("--mode", metavar="MODE",

@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from harness.cli.display import log
+from harness.cli.display import describe_tokens, log
 from harness.cli.terminal import hide_key
 from harness.model.hosts import shown_url
 from harness.model.replies import ChatError
@@ -40,6 +40,23 @@ def show_start(config) -> None:
     log(describe_start(config))
 
 
+NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
+
+
+def answered(session) -> int:
+    """After an answer: the token line, and the exit code, 0 or NOT_DONE: when nobody could be asked (no
+    terminal) and a write or command was refused, the task did not do what was asked, whatever the model says,
+    and a script must be able to tell."""
+    log(describe_tokens(session.model))
+    unasked = getattr(session.tools.permissions.ask, "unasked", None)
+    if not unasked:
+        return 0
+    log(f"plainagent: not done as asked: {'; '.join(unasked)} needed approval, and nobody could be asked (no "
+        "terminal). Run plainagent at a terminal to be asked, or with --yes to allow what it asks about.")
+    unasked.clear()
+    return NOT_DONE
+
+
 def repl(session, attempt: Callable[[object, str], int]) -> int:
     """Read tasks and slash commands until the user leaves; `attempt(session, task)` runs a task (agent.py).
     The banner's first lines, describe_start's, are shown before the session is built."""
@@ -60,6 +77,7 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
         if not is_text(task):
             log("plainagent: that line is not UTF-8 text, so it was not sent.")
         elif not is_command(task):
+            getattr(session.tools.permissions.ask, "unasked", []).clear()  # this task's own, for answered()
             attempt(session, task)
         else:
             try:
