@@ -121,7 +121,7 @@ def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(inst
         process.communicate(timeout=20)
     os.close(running)
     with FakeEndpoint(["I will check first."]) as endpoint:
-        resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
+        resumed = agent(install, project, endpoint, "--resume", "-p", "go on", "--yes")  # its mode: no note on modes
     assert resumed.returncode == 0, resumed.stderr
     sent = endpoint.received[0].body["messages"]
     assert [m["content"] for m in sent[1:]] == [
