@@ -23,7 +23,8 @@ def test_a_session_switched_with_mode_says_on_resume_that_it_goes_on_in_this_run
         again = agent(install, project, endpoint, "--resume", "-p", "go on")
     assert again.returncode == 0, again.stderr
     assert ("This session had been switched to mode edits with /mode; it goes on in mode ask (asks before each "
-            "write and command): /mode edits switches back.") in again.stderr.splitlines()
+            "write and command). To go on in mode edits: --mode edits, or /mode edits in the REPL."
+            ) in again.stderr.splitlines()
     sent = endpoint.received[0].body["messages"]
     assert sent[-1] == {"role": "user", "content": "(This session goes on in mode ask: it asks before each write "
                                                    "and command.)\n\ngo on"}

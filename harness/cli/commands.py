@@ -83,6 +83,7 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
             try:
                 log(run_slash_command(session, task))  # /help, /undo, /reset, /tokens, /model, /mode, /compact
             except LeaveSession:
+                tasks.close()
                 return 0
 
 

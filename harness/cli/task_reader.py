@@ -71,6 +71,11 @@ class TaskReader:
                     self.typed_ahead.watch()
                 return task
 
+    def close(self) -> None:
+        """Stop watching what is typed: the session ends (and the terminal is left as it was found)."""
+        if self.typed_ahead:
+            self.typed_ahead.stop()
+
     def read_task(self) -> str:
         """One task: what was typed ahead, else a line and the lines pasted with it; then, after a typed line
         ending in `\\`, the lines it continues onto. Pasted text is taken exactly: its `\\` are its own."""

@@ -132,7 +132,8 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
         if loaded.mode not in (None, config.mode):  # never taken up: a /mode switch is no standing permission
             how = " had been switched to mode {} with /mode" if loaded.switched else " ran in mode {}"
             log(f"This session{how.format(loaded.mode)}; it goes on in mode {config.mode} ({describe(config.mode)})"
-                + (f": /mode {loaded.mode} switches back." if loaded.switched else "."))
+                + (f". To go on in mode {loaded.mode}: --mode {loaded.mode}, or /mode {loaded.mode} in the REPL."
+                   if loaded.switched else "."))
             loaded.notes.append(f"This session goes on in mode {config.mode}: it {describe(config.mode)}.")
         return transcript, loaded
     path = config.log or new_session_path(config.workspace)
