@@ -89,14 +89,14 @@ class TypedAhead:
             self.thread = None
             try:
                 self.look()
-            except OSError:
+            except (OSError, termios.error):
                 pass
 
     def run(self) -> None:
         try:
             while not self.stopped.wait(self.interval):
                 self.look()
-        except OSError:  # the terminal went away: nothing more will come
+        except (OSError, termios.error):  # the terminal went away: nothing more will come
             return
 
     def look(self) -> None:
@@ -133,6 +133,8 @@ class TypedAhead:
     def with_unfinished_line(self) -> int:
         """What waits, the line not yet finished too: the canonical count leaves it out."""
         attributes = termios.tcgetattr(self.fd)
+        if not attributes[3] & termios.ICANON:  # someone else has the terminal in raw mode: all is counted
+            return waiting(self.fd)
         uncooked = list(attributes)
         uncooked[3] &= ~termios.ICANON
         termios.tcsetattr(self.fd, termios.TCSANOW, uncooked)
