@@ -20,8 +20,8 @@ tools.py and prompt.py first; open this folder to see how one promise is kept.
     cli/      the user's side: the command line (args), settings (config), a project's .env, read only once
               allowed (project_env), where our own files live (directories), AGENTS.md (instructions), what
               is shown (display), the one way outside text reaches the terminal and the questions
-              (terminal), the REPL's prompt and its history (task_reader), the REPL and its slash commands
-              (commands)
+              (terminal), the REPL's prompt and its history (task_reader), what was typed or pasted while
+              a task ran (typed_ahead), the REPL and its slash commands (commands)
 
 Nothing here imports agent.py or tools.py.
 """

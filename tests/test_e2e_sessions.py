@@ -121,14 +121,13 @@ def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(inst
         process.communicate(timeout=20)
     os.close(running)
     with FakeEndpoint(["I will check first."]) as endpoint:
-        resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
+        resumed = agent(install, project, endpoint, "--resume", "-p", "go on", "--yes")  # its mode: no note on modes
     assert resumed.returncode == 0, resumed.stderr
     sent = endpoint.received[0].body["messages"]
     assert [m["content"] for m in sent[1:]] == [
         "wait a bit", command,
         "(The previous run of this session stopped abruptly (it was killed or crashed). The tool calls in your "
-        "last reply may not all have run.)\n\n(This session goes on in mode ask: it asks before each write and "
-        "command.)\n\ngo on"]  # it ran with --yes, and goes on without
+        "last reply may not all have run.)\n\ngo on"]
 
 
 def test_a_torn_last_line_is_skipped_with_one_warning(install, project, tmp_path):

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from fake_endpoint import FakeEndpoint, completion
+from fake_endpoint import FakeEndpoint, completion, stream_events
 from frames import read_results
 from test_e2e import KEY, wait_until_asleep
 
@@ -209,3 +209,79 @@ def test_ctrl_c_at_the_prompt_clears_the_line_and_the_session_goes_on(install, p
     contents = [m["content"] for m in endpoint.received[-1].body["messages"][1:]]
     assert contents == ["hello", "First answer.", "again"]  # one conversation, and the half-typed line unsent
     assert len(endpoint.received) == 2
+
+
+# --- pasting (#17 item 5) ---
+
+PASTED = "def area(r):\n    return 3.14 * r * r\n\n    # the end\n"
+
+
+def streaming_then_held(text: str, until: threading.Event) -> dict:
+    """A streamed reply that stops after its first pieces until `until` is set: a reply still being written."""
+    return {"events": stream_events(text, pieces=4), "hold": until, "hold_at": 3}
+
+
+def test_a_block_pasted_while_a_reply_streams_is_one_task_with_its_indentation(install, project):
+    written = threading.Event()
+    with FakeEndpoint([streaming_then_held("First answer, still being written.", written), "Second."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("first task\n")
+        screen.expect("First ans")  # the reply is on its way
+        screen.type(PASTED)  # one paste, all at once
+        screen.expect("# the end\n")  # the terminal's echo: the paste waits in its input queue
+        written.set()
+        screen.expect("Second.")
+        screen.prompt()
+        screen.type("exit\n")
+        assert screen.wait() == 0
+    assert len(endpoint.received) == 2  # one task, not four
+    assert endpoint.received[1].body["messages"][-1]["content"] == PASTED.rstrip("\n")
+
+
+def test_a_paste_whose_last_line_is_unfinished_is_finished_at_the_prompt(install, project):
+    written = threading.Event()
+    with FakeEndpoint([streaming_then_held("First answer, still being written.", written), "Second."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("first task\n")
+        screen.expect("First ans")
+        screen.type("Traceback (most recent call last):\n  File \"a.py\", line 1\n    1 / 0")  # no line break
+        screen.expect("    1 / 0")
+        written.set()
+        screen.expect('> Traceback (most recent call last):\n  File "a.py", line 1\n...     1 / 0')  # still editable
+        screen.wait_for_a_key()
+        screen.type("  # why?\n")  # finished at the prompt
+        screen.expect("Second.")
+        screen.prompt()
+        screen.type("\x04")
+        assert screen.wait() == 0
+    assert endpoint.received[1].body["messages"][-1]["content"] == (
+        'Traceback (most recent call last):\n  File "a.py", line 1\n    1 / 0  # why?')
+
+
+def test_a_pasted_line_ending_in_a_backslash_keeps_it(install, project):
+    with FakeEndpoint(["Explained."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("explain this:\ndocker run \\\n  -it ubuntu \\\n  bash\n")  # pasted at the prompt
+        screen.expect("Explained.")
+        screen.prompt()
+        screen.type("\x04")
+        assert screen.wait() == 0
+    assert endpoint.received[0].body["messages"][-1]["content"] == "explain this:\ndocker run \\\n  -it ubuntu \\\n  bash"
+
+
+def test_a_typed_line_ending_in_a_backslash_goes_on_and_ctrl_d_there_puts_the_answer_below(install, project):
+    with FakeEndpoint(["Answer."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("first line \\\n")
+        screen.expect("... ")
+        screen.wait_for_a_key()
+        screen.type("\x04")  # Ctrl-D at the continuation prompt: the task is what came
+        assert screen.expect("Answer.") == "\nAnswer."  # on a line of its own, not after "... "
+        screen.prompt()
+        screen.type("\x04")
+        assert screen.wait() == 0
+    assert endpoint.received[0].body["messages"][-1]["content"] == "first line"

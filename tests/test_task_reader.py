@@ -1,16 +1,17 @@
-"""The REPL's prompt: tasks typed ahead, pasted blocks as one history entry, and the history file that two
-REPLs running at once both keep."""
+"""The REPL's prompt: tasks typed ahead (lines typed one by one, a block pasted while a task ran), pasted blocks as
+one history entry, and the history file that two REPLs running at once both keep."""
 
 import io
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from test_terminal import Pty
 
 from harness.cli import task_reader
-from harness.cli.task_reader import TaskReader, append_history, read_history
+from harness.cli.task_reader import TaskReader, append_history, read_history, trimmed
 
 
 @pytest.fixture
@@ -34,6 +35,85 @@ def test_lines_typed_while_a_task_ran_are_tasks_of_their_own(pty, monkeypatch):
     reading.start()
     reading.join(timeout=5)  # merged into one task, the second read would wait for ever
     assert tasks == ["first typed task", "second typed task"]
+
+
+def wait_until(condition, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "it never happened"
+        time.sleep(0.001)
+
+
+def reader_during_a_task(pty, monkeypatch, together: float | None = None) -> TaskReader:
+    """A REPL's reader just after it handed out a task: what the user types now is typed ahead."""
+    monkeypatch.setattr("sys.stdout", open(os.devnull, "w"))  # the prompt
+    monkeypatch.setattr("sys.stdin", pty.stdin)
+    reader = TaskReader(stdin=pty.stdin, history=Path(os.devnull))
+    if together is not None:
+        reader.typed_ahead.together = together
+    reader.typed_ahead.watch()
+    return reader
+
+
+def waiting(reader) -> list[int] | None:
+    """The sizes of the bursts typed ahead, once the reader has looked and seen nothing more come."""
+    return [burst.size for burst in reader.typed_ahead.bursts] if not reader.typed_ahead.grew else None
+
+
+PASTE = "    def area(r):\n        return 3.14 * r * r\n\n    print(area(2))\n"
+
+
+def test_a_block_pasted_while_a_task_ran_is_one_task_its_indentation_kept(pty, monkeypatch):
+    reader = reader_during_a_task(pty, monkeypatch)
+    pty.type(PASTE)  # one paste: the terminal hands it over at once
+    wait_until(lambda: sum(waiting(reader) or ()) == len(PASTE))
+    assert reader.read() == PASTE.rstrip("\n")  # one task, as pasted: the first line's indentation too
+
+
+def test_lines_typed_one_by_one_while_a_task_ran_are_a_task_each(pty, monkeypatch):
+    reader = reader_during_a_task(pty, monkeypatch, together=0)  # any two looks apart are typed apart
+    pty.type("run the tests\n")
+    wait_until(lambda: waiting(reader) == [14])
+    pty.type("  then commit\n")
+    wait_until(lambda: waiting(reader) == [14, 14])
+    assert [reader.read(), reader.read()] == ["run the tests", "then commit"]
+
+
+def test_a_pasted_block_whose_last_line_was_finished_later_is_one_task(pty, monkeypatch):
+    reader = reader_during_a_task(pty, monkeypatch, together=0)
+    pty.type("Traceback (most recent call last):\n  File \"a.py\", line 1\nZeroDivisionError")  # no line break
+    wait_until(lambda: sum(waiting(reader) or ()) == 74)  # the unfinished last line is counted with the paste
+    pty.type("\n")  # Enter, a moment later
+    wait_until(lambda: len(waiting(reader) or ()) == 2)
+    pty.type("next task\n")
+    wait_until(lambda: len(waiting(reader) or ()) == 3)
+    assert [reader.read(), reader.read()] == [
+        'Traceback (most recent call last):\n  File "a.py", line 1\nZeroDivisionError', "next task"]
+
+
+def test_a_paste_among_typed_lines_keeps_its_place(pty, monkeypatch):
+    reader = reader_during_a_task(pty, monkeypatch, together=0)
+    for keys, n in (("before\n", 1), (PASTE, 2), ("after\n", 3)):
+        pty.type(keys)
+        wait_until(lambda n=n: len(waiting(reader) or ()) == n)
+    assert [reader.read(), reader.read(), reader.read()] == ["before", PASTE.rstrip("\n"), "after"]
+
+
+def test_a_ctrl_d_typed_while_a_task_ran_leaves_after_what_came_before_it(pty, monkeypatch):
+    reader = reader_during_a_task(pty, monkeypatch, together=0)
+    pty.type("last task\n")
+    wait_until(lambda: len(waiting(reader) or ()) == 1)
+    pty.type("\x04")
+    pty.wait_for("last task\n")  # its echo; the Ctrl-D echoes nothing
+    assert [reader.read(), reader.read()] == ["last task", None]
+
+
+@pytest.mark.parametrize("text, task", [
+    ("  fix it  ", "fix it"), ("\n\n    x = 1\n    y = 2\n\n", "    x = 1\n    y = 2"), ("  \n \n", ""),
+    ("a\n\n  b", "a\n\n  b"),
+])
+def test_a_line_is_sent_without_the_blanks_around_it_and_a_block_as_it_came(text, task):
+    assert trimmed(text) == task
 
 
 def test_a_pasted_block_is_one_history_entry():

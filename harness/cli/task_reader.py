@@ -53,7 +53,7 @@ class TaskReader:
         KeyboardInterrupt: a script being fed in is stopped, as any pipeline would be."""
         while True:
             try:
-                task = self.read_task().strip()
+                task = trimmed(self.read_task())
             except EOFError:
                 self.end_line()  # before the shell's prompt
                 return None
@@ -106,7 +106,7 @@ class TaskReader:
 
     def input_after(self, start: str, prompt: str) -> str:
         """A line that starts with `start`, which the user can still edit (readline), then finishes."""
-        if not self.readline:
+        if not (self.readline and sys.stdout.isatty()):  # input() uses readline only on a terminal
             print(prompt + escape(start, keep="\t"), end="", flush=True)
             return start + input("")
         self.readline.set_pre_input_hook(lambda: (self.readline.insert_text(start), self.readline.redisplay()))
@@ -159,6 +159,17 @@ class TaskReader:
         """Finish the prompt's line where the prompt is (stdout), even when stderr goes to a log."""
         if self.interactive:
             print(text, flush=True)
+
+
+def trimmed(text: str) -> str:
+    """A task as it is sent: a line without the blanks around it; a block of lines (pasted code, a stack trace)
+    without the blank lines around it, and otherwise exactly as it came, its first line's indentation too."""
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines) if len(lines) > 1 else lines[0].strip() if lines else ""
 
 
 def load_readline():

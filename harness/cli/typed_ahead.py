@@ -50,6 +50,8 @@ class TypedAhead:
         self.bursts: list[Burst] = []  # what is waiting (read into `buffer` first, then in the terminal), in order
         self.buffer = b""  # read from the terminal, not yet given out as a task
         self.ended = False  # a Ctrl-D was typed ahead: once what came before it is given out, the user leaves
+        self.last = 0  # what the last look found waiting in the terminal, in bytes
+        self.grew = False  # the last look found more waiting than the one before
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -71,28 +73,41 @@ class TypedAhead:
         """Start noting when input comes, until `stop`."""
         self.stop()
         self.stopped.clear()
+        self.grew = False
+        try:
+            self.last = self.reconcile()  # here, not in the thread: what comes from now on is timed
+        except OSError:
+            return
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def stop(self) -> None:
+        """Stop watching, after a last look: what came since the one before came in that moment."""
         if self.thread is not None:
             self.stopped.set()
             self.thread.join()
             self.thread = None
+            try:
+                self.look()
+            except OSError:
+                pass
 
     def run(self) -> None:
         try:
-            last = self.reconcile()
             while not self.stopped.wait(self.interval):
-                now = waiting(self.fd)
-                if now > last:
-                    now = max(now, self.with_unfinished_line())
-                    self.arrived(now - last, time.monotonic())
-                elif now < last:  # read meanwhile (a question's answer) or discarded (before a question)
-                    self.reconcile()
-                last = now
+                self.look()
         except OSError:  # the terminal went away: nothing more will come
             return
+
+    def look(self) -> None:
+        """Note what came since the last look, and when."""
+        now = waiting(self.fd)
+        if now > self.last:
+            now = max(now, self.with_unfinished_line())
+            self.arrived(now - self.last, time.monotonic(), after_more=self.grew)
+        elif now < self.last:  # read meanwhile (a question's answer) or discarded (before a question)
+            self.reconcile()
+        self.grew, self.last = now > self.last, now
 
     def reconcile(self) -> int:
         """Make the bursts agree with what waits in the terminal now (returned): bytes no burst accounts for
@@ -106,9 +121,11 @@ class TypedAhead:
             self.bursts.append(Burst(now - in_terminal, 0, timed=False))
         return now
 
-    def arrived(self, size: int, at: float) -> None:
+    def arrived(self, size: int, at: float, after_more: bool = False) -> None:
+        """`size` more bytes, seen at `at`; `after_more`: the look before saw some come too (one look apart is
+        too soon for two lines typed by hand, however late the look came)."""
         last = self.bursts[-1] if self.bursts else None
-        if last is not None and last.timed and at - last.at <= self.together:
+        if last is not None and last.timed and (after_more or at - last.at <= self.together):
             last.size, last.at = last.size + size, at
         else:
             self.bursts.append(Burst(size, at))
