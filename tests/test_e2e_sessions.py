@@ -223,14 +223,3 @@ def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
     assert done.returncode == 2 and endpoint.received == []
     assert done.stderr.split("\n", 1)[1] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")
-
-
-@pytest.mark.parametrize("name", ["test-fix", "rename", "logs"])
-def test_every_bench_session_ends_with_the_files_right_and_a_history_only_appended_to(name):
-    """The token suite's sessions stay true to the agent: each scripted call still does what the session
-    expects, and every request extends the one before (what providers' prompt caches need)."""
-    import tokens as tokens_bench
-    session = tokens_bench.SESSIONS[name]
-    run = tokens_bench.run_plainagent(session, tokens_bench.ROOT, tokens_bench.estimate)
-    assert run.files_right and len(run.requests) == len(session.steps)
-    assert run.measure()["append_only"] == f"{len(session.steps) - 1} of {len(session.steps) - 1}"

@@ -216,8 +216,8 @@ def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
         screen = Screen(install, project, endpoint, "-p", "question")
         assert screen.wait() == 0
     assert screen.text.count("The answer, live.") == 1
-    assert screen.text.split("\n", 1)[1].startswith(  # reasoning shown (TERM=dumb: marked, not dimmed)
-        "[thinking]\nhmm\n[end of thinking]\nThe answer, live.\n(")
+    # Reasoning shown; with TERM=dumb not dimmed, so marked, never to be taken for the answer.
+    assert screen.text.split("\n", 1)[1].startswith("[thinking]\nhmm\n[end of thinking]\nThe answer, live.\n(")
 
 
 def test_a_resumed_session_carries_on_from_the_reset(install, project):
