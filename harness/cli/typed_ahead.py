@@ -31,7 +31,7 @@ except ImportError:  # Windows: no way to count what waits; the prompt reads it 
     termios = None
 
 PASTE_WAIT = 0.03  # seconds: bytes arriving this soon after the ones before came in the same paste
-POLL = 0.01  # seconds between two looks at what is waiting, while a task runs
+POLL = 0.02  # seconds between two looks at what is waiting, while a task runs (about 1% of a core)
 
 
 @dataclass
