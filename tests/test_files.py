@@ -5,22 +5,13 @@ on real files in tmp_path, with byte-exact assertions."""
 import codecs
 
 import pytest
+import test_tools
 
-from tools import Workspace, check_args, run_tool
+ws, run = test_tools.ws, test_tools.run  # the workspace fixture, and a call made as the loop makes it
 
 UTF16_NOTEPAD = codecs.BOM_UTF16_LE + "name = \"café\"\r\nport = 80\r\n".encode("utf-16-le")
 
 
-@pytest.fixture
-def ws(tmp_path):
-    root = tmp_path / "project"
-    root.mkdir()
-    return Workspace(root)
-
-
-def run(ws, name, **args):
-    assert check_args(name, args) is None, check_args(name, args)
-    return run_tool(ws, name, args)
 
 
 def write(ws, path, data: bytes):
