@@ -15,8 +15,7 @@ from collections.abc import Callable, Sequence
 SYSTEM_PROMPT = """\
 You are a coding agent in the user's project directory (paths are relative to it). To call tools, write lines
 like `{example}` and stop: they run in order; the next message holds each result as
-`tool_result(NAME) <<END` (or `tool_result(NAME, error)`), the raw output, and the marker after `<<`. A reply
-without a call is your answer.
+`tool_result(NAME) <<END`, the raw output, and the marker after `<<`. A reply without a call is your answer.
 
 # Tools
 
@@ -48,7 +47,8 @@ def render_system_prompt(tools: dict[str, Callable], instructions: Sequence = ()
 
 def render_signature(name: str, tool: Callable) -> str:
     """`search_files(pattern: str, path: str = ".", glob?: str)`: the signature without the workspace argument;
-    a parameter that defaults to None is written optional, TypeScript's way, which says it in fewer tokens."""
+    a parameter that defaults to None, or a flag that defaults to False, is written optional, TypeScript's way,
+    which says it in fewer tokens (left out, it is off)."""
     params = list(inspect.signature(tool).parameters.values())[1:]
     rendered = []
     for param in params:
@@ -56,7 +56,7 @@ def render_signature(name: str, tool: Callable) -> str:
             continue
         hint = param.annotation  # a string under `from __future__ import annotations`, as in tools.py
         hint = hint if isinstance(hint, str) else inspect.formatannotation(hint)
-        if param.default is None and hint.endswith(" | None"):
+        if param.default is None and hint.endswith(" | None") or param.default is False and hint == "bool":
             rendered.append(f"{param.name}?: {hint.removesuffix(' | None')}")
             continue
         text = f"{param.name}: {hint}"

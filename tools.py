@@ -68,8 +68,8 @@ SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model recei
 
 
 def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | None = None) -> str:
-    """Read the text file at path. Given offset (the first line, from 1) or limit, each line starts with its
-    number and a tab, which are not in the file."""
+    """Read the text file at path; with offset (first line, from 1) or limit, each line starts with its number
+    and a tab (not in the file)."""
     lines, notes = read_text(ws, ws.resolve(path), path)
     if not lines:
         return f"({path} is empty)"
@@ -112,11 +112,11 @@ def list_files(ws: Workspace, path: str = ".") -> str:
     return "\n".join(lines + ([cut] if cut else []))
 
 
-def edit_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
-    """In the file at path, replace old_str, which must match one place exactly (no line numbers), with
-    new_str; an empty old_str creates a new file."""
+def edit_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_all: bool = False) -> str:
+    """In the file at path, replace old_str with new_str; old_str must match one place exactly (no line
+    numbers), or every place with replace_all; an empty old_str creates a new file."""
     try:
-        return change_file(ws, path, old_str, new_str)
+        return change_file(ws, path, old_str, new_str, replace_all)
     except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
         raise ToolError(f"{refusal} No changes were made.") from None
 
@@ -156,7 +156,7 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
 
 
 def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
-    """Run a shell command in the workspace root, without stdin; timeout is in seconds."""
+    """Run a shell command in the workspace root, without stdin; timeout in seconds."""
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
     if rule := denied_by(command, ws.deny_rules, str(ws.root)):  # before the question: refused in every mode, --yes too
@@ -166,7 +166,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
 
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
-    """Fetch the web page at url as plain text, from character offset; a long page's cut says how to read on."""
+    """Fetch the web page at url as plain text, from character offset."""
     # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
     # for a fetch means that host (terminal.py), as the title names it.
     from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
@@ -176,8 +176,7 @@ def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
 
 
 def delegate(ws: Workspace, task: str, *, subagent: Callable[[str], str] | None = None) -> str:
-    """A read-only sub-agent with a fresh context answers task, and only its answer comes back: for broad
-    searches."""
+    """A read-only sub-agent with a fresh context answers task; only its answer comes back. For broad searches."""
     if subagent is None:  # the toolbox passes it in (agent.run_subagent); a sub-agent's toolbox has none
         raise ToolError("A sub-agent cannot start sub-agents; read the files yourself.")
     if not task.strip():

@@ -9,8 +9,9 @@ last step has no action: plainagent answers with the thought; mini-swe-agent say
 
 The shapes: the issue-11 session (a 3,000-line module read a page at a time); a failing test fixed across a
 small package (pytest, a search, whole-file reads of 70-120-line modules, one edit); a rename across many
-small files (a search, several reads in one reply, a dozen edits); an investigation through a log and
-commands (tail, grep, a config file, a numbered range of a module a search pointed to, one edit, a check).
+small files (a search, several reads in one reply, an edit of every place in each file); an investigation
+through a log and commands (tail, grep, a config file, a numbered range of a module a search pointed to, one
+edit, a check).
 """
 
 from __future__ import annotations
@@ -152,27 +153,25 @@ TEST_FIX = Session(
 
 # --- a rename across many small files ---
 
-RENAMED = {"blog/users.py": ["def fetch_user("],
-           "blog/api.py": ["user = users.fetch_user(", "author = users.fetch_user("],
-           "blog/admin.py": ["from blog.users import fetch_user", "user = fetch_user("],
-           "blog/views.py": ["import fetch_user,", "public_profile(fetch_user(", "author = fetch_user("],
-           "blog/notifications.py": ["import fetch_user", "author = fetch_user("],
-           "tests/test_blog.py": ["assert users.fetch_user(", "        users.fetch_user(999)"]}
+RENAMED = ["blog/users.py", "blog/api.py", "blog/admin.py", "blog/views.py", "blog/notifications.py",
+           "tests/test_blog.py"]  # 12 places: 1, 2, 2, 3, 2 and 2
 
 
 def rename_edits(paths: list[str]) -> list[tuple[str, dict]]:
-    return [edit(path, old, old.replace("fetch_user", "load_user")) for path in paths for old in RENAMED[path]]
+    """One edit_file call a file, with replace_all: the calls a model makes with sed's /g at hand."""
+    return [("edit_file", {"path": path, "old_str": "fetch_user", "new_str": "load_user", "replace_all": True})
+            for path in paths]
 
 
 def rename_command(paths: list[str]) -> str:
     return " && ".join(f"sed -i 's/fetch_user/load_user/g' {path}" for path in paths)
 
 
-FIRST_FILES, OTHER_FILES = ["blog/users.py", "blog/api.py", "blog/admin.py"], list(RENAMED)[3:]
+FIRST_FILES, OTHER_FILES = RENAMED[:3], RENAMED[3:]
 
 RENAME = Session(
     name="rename",
-    about="a rename across many small files: a search, three reads in one reply, twelve edits, tests",
+    about="a rename across many small files: a search, three reads in one reply, six replace_all edits, tests",
     files=read_workspace("rename"),
     task=("Rename fetch_user to load_user everywhere: it reads from the in-memory table, and 'fetch' makes "
           "people think it goes over the network. Keep the tests passing."),

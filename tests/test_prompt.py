@@ -41,7 +41,8 @@ def test_signatures_render_types_json_defaults_and_optional_parameters():
     assert render_signature("read_file", TOOLS["read_file"]) == "read_file(path: str, offset?: int, limit?: int)"
     assert render_signature("search_files", TOOLS["search_files"]) == 'search_files(pattern: str, path: str = ".", glob?: str)'
     assert render_signature("run_command", TOOLS["run_command"]) == "run_command(command: str, timeout: int = 60)"
-    assert render_signature("edit_file", TOOLS["edit_file"]) == "edit_file(path: str, old_str: str, new_str: str)"
+    assert render_signature("edit_file", TOOLS["edit_file"]) == (
+        "edit_file(path: str, old_str: str, new_str: str, replace_all?: bool)")  # a flag off unless given
 
 
 def test_the_prompt_flows_each_paragraph_onto_one_line_but_keeps_args_entries():
@@ -56,7 +57,7 @@ def test_the_prompt_flows_each_paragraph_onto_one_line_but_keeps_args_entries():
                 without a newline counts.
         """
     prompt_text = render_system_prompt({"count_lines": count_lines})
-    assert ("count_lines(path: str, strict: bool = false)\nCount the lines of a text file.\n\nArgs:\n    path: the "
+    assert ("count_lines(path: str, strict?: bool)\nCount the lines of a text file.\n\nArgs:\n    path: the "
             "file.\n    strict: whether a last line\n        without a newline counts.") in prompt_text
     assert max(map(len, render_system_prompt(TOOLS).split("\n\n# Tools")[0].splitlines())) > 120  # the head, flowed
 
@@ -98,7 +99,9 @@ def test_a_result_is_a_head_the_raw_output_and_an_end_line():
 def test_the_prompt_describes_the_frame_render_result_writes():
     ok, failed = render_result("NAME", True, "output"), render_result("NAME", False, "output")
     prompt_text = render_system_prompt(TOOLS)
-    assert f"`{ok.splitlines()[0]}`" in prompt_text and f"`{failed.splitlines()[0].split(' <<')[0]}`" in prompt_text
+    # A failure's frame is the same with ", error" after the name: the model reads that where it happens, not on
+    # every request.
+    assert f"`{ok.splitlines()[0]}`" in prompt_text and failed.splitlines()[0] == "tool_result(NAME, error) <<END"
     assert ok.splitlines()[0].endswith(f" <<{ok.splitlines()[-1]}") and "the raw output, and the marker after `<<`" in prompt_text
 
 

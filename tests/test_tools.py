@@ -247,7 +247,7 @@ def test_a_key_cut_in_a_commands_output_is_blanked_on_both_sides_of_the_cut(ws, 
     write(ws, "out.txt", ("a" * before + LONG_KEY + "b" * after).encode())
     output = run(ws, "run_command", command="cat out.txt").output
     assert "A1b2" not in output and "sk-p" not in output
-    head, tail = output.removeprefix("exit code 0:\n").split("\n[... ")
+    head, tail = output.split("\n[... ")
     assert head == "a" * min(before, 10_000) + ("[REDACTED]" if before < 10_000 else "")
     assert tail.split(" ...]\n")[1] == ("[REDACTED]" if after < 10_000 else "") + "b" * min(after, 10_000)
 
@@ -269,7 +269,7 @@ def test_a_short_placeholder_key_corrupts_nothing(ws, monkeypatch, key):
     write(ws, "a.py", b"import ollama  # x EMPTY ...\n")
     assert run(ws, "read_file", path="a.py").output == "import ollama  # x EMPTY ..."
     output = run(ws, "run_command", command="echo $PLAINAGENT_SAMPLE; echo ${OPENAI_API_KEY:-unset}").output
-    assert output == "exit code 0:\nollama x EMPTY ...\nunset\n"
+    assert output == "ollama x EMPTY ...\nunset"
 
 
 # --- the agent's own state: never read, wherever it is ---
@@ -955,16 +955,16 @@ def test_suggestions_for_a_missing_path_look_at_a_bounded_number_of_paths(ws, mo
 
 def test_run_command_output_and_exit_code(ws):
     result = run(ws, "run_command", command="echo out; echo err >&2; exit 3")
-    assert result.ok and result.output == "exit code 3:\nout\nerr\n"
+    assert result.ok and result.output == "exit code 3:\nout\nerr"
 
 
 def test_run_command_runs_in_the_workspace(ws):
-    assert run(ws, "run_command", command="pwd").output == f"exit code 0:\n{ws.root}\n"
+    assert run(ws, "run_command", command="pwd").output == str(ws.root)  # success goes unsaid
 
 
 def test_run_command_cuts_long_output_to_head_and_tail(ws):
     result = run(ws, "run_command", command=f"{sys.executable} -c \"print('a' * 30000 + 'END')\"")
-    assert result.output.startswith("exit code 0:\naaaa") and result.output.endswith("aEND\n")
+    assert result.output.startswith("aaaa") and result.output.endswith("aEND")
     assert "[... 10,004 bytes dropped ...]" in result.output
 
 
@@ -979,13 +979,13 @@ def test_run_command_timeout_kills_the_whole_process_group(ws):
     started = time.monotonic()
     result = run(ws, "run_command", command="echo started; (sleep 30; touch late.txt) & sleep 30", timeout=1)
     assert time.monotonic() - started < 10
-    assert result.output == "killed after 1 s (timeout); the output so far:\nstarted\n"
+    assert result.output == "killed after 1 s (timeout); the output so far:\nstarted"
     time.sleep(0.2)
     assert not (ws.root / "late.txt").exists()
 
 
 def test_run_command_has_no_stdin(ws):
-    assert run(ws, "run_command", command="cat", timeout=5).output == "exit code 0; no output"
+    assert run(ws, "run_command", command="cat", timeout=5).output == "(no output)"
 
 
 # --- argument checking and dispatch ---

@@ -99,7 +99,7 @@ def test_a_command_killed_at_its_timeout_without_output_says_so_once(tmp_path):
     ws = Workspace(tmp_path)
     assert shell.run_shell(ws, "sleep 30", timeout=0.2) == "killed after 0.2 s (timeout); no output"
     assert shell.run_shell(ws, "echo started; sleep 30", timeout=0.2) == (
-        "killed after 0.2 s (timeout); the output so far:\nstarted\n")
+        "killed after 0.2 s (timeout); the output so far:\nstarted")
 
 
 def test_an_invented_result_without_a_call_is_not_said_to_follow_tool_calls():

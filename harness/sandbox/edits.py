@@ -76,6 +76,22 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
     raise EditRefused(not_found_message(text, old, new, path))
 
 
+def replace_every(text: str, old: str, new: str, path: str) -> tuple[str, list[int]]:
+    """edit_file with replace_all: every exact, non-overlapping place `old` matches (as str.replace finds them),
+    replaced; returns the new text and the line each replacement starts on in it. Exact only: a whitespace rule
+    that guessed once would guess at every place."""
+    starts = list(itertools.islice(find_all(text, old), 1))
+    if not starts:
+        raise EditRefused(not_found_message(text, old, new, path))
+    pieces = text.split(old)
+    lines, line = [], 1
+    for piece in pieces[:-1]:  # each replacement starts where its piece ends; count the lines as the new text has them
+        line += piece.count("\n")
+        lines.append(line)
+        line += new.count("\n")
+    return new.join(pieces), lines
+
+
 def whitespace_candidates(lines: list[str], old_lines: list[str]) -> list[int] | None:
     """Where the whitespace rules may match: the first lines of the windows whose lines equal old_str's once
     stripped (every rule keeps each line's text), found by one string search instead of comparing every
@@ -116,7 +132,8 @@ def ambiguous(path: str, count: int | str, line_numbers: list[int], overlapping:
     where = ("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines))
     kind = "overlapping places" if overlapping else "places"
     return EditRefused(f"old_str matches {count} {kind} in {path}{how} ({where}). Include more "
-                       "surrounding lines in old_str so that it matches one place only.")
+                       "surrounding lines in old_str so that it matches one place only, or set replace_all to "
+                       "change every place.")
 
 
 def leading(line: str) -> str:
@@ -260,6 +277,17 @@ def describe_change(before: str, asked: str, after: str, first: int, last: int, 
     elif asked != after and not after.endswith("\n"):
         report.append("(The file still has no newline at its end, as before: to add one, send an edit that "
                       "changes only that.)")
+    return "\n".join(report)
+
+
+def describe_every(before: str, after: str, lines: list[int]) -> str:
+    """What a replace_all edit left, to follow "Edited PATH": the lines its places start on now, and a final
+    newline it added or removed."""
+    shown = ", ".join(map(str, lines[:20])) + (f" and {len(lines) - 20:,} more" if len(lines) > 20 else "")
+    report = [f" at line {shown}." if len(lines) == 1 else f" at {len(lines):,} places, lines {shown}."]
+    if before.endswith("\n") != after.endswith("\n"):
+        report.append("(The file now ends with a newline.)" if after.endswith("\n")
+                      else "(The file no longer ends with a newline.)")
     return "\n".join(report)
 
 

@@ -17,7 +17,14 @@ import stat
 from pathlib import Path
 
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
-from harness.sandbox.edits import check_python_edit, describe_change, replace_once, unified_diff
+from harness.sandbox.edits import (
+    check_python_edit,
+    describe_change,
+    describe_every,
+    replace_every,
+    replace_once,
+    unified_diff,
+)
 from harness.sandbox.redaction import REDACTED
 from harness.sandbox.search import suggest_paths
 from harness.sandbox.workspace import ToolError, Workspace
@@ -61,11 +68,13 @@ def cut_lines(path: str, lines: list[str], first: int, limit: int) -> list[str]:
             "say)"]
 
 
-def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
+def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_all: bool = False) -> str:
     full = ws.resolve(path)
     info = ws.stat(full)
     if info is not None and stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{path} is a directory; give the path of a file.")
+    if old_str == "" and replace_all:
+        raise ToolError("replace_all needs the text to replace as old_str; an empty old_str only creates new files.")
     if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
         return create_file(ws, full, path, new_str, exists=info is not None)
     if info is None:
@@ -89,7 +98,11 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
-    asked, rule, first, last = replace_once(document.text, old, new, path)
+    if replace_all:
+        asked, places = replace_every(document.text, old, new, path)
+        rule, first = "exact match", places[0]
+    else:
+        asked, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, asked)
     data = document.encode(text)
     if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
@@ -99,7 +112,9 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str) -> str:
     shown = named(ws, path, full) + other_names(info)
     ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
-    return f"Edited {shown}{describe_change(document.text, asked, text, first, last, rule)}{warning}"
+    change = (describe_every(document.text, text, places) if replace_all
+              else describe_change(document.text, asked, text, first, last, rule))
+    return f"Edited {shown}{change}{warning}"
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:

@@ -31,7 +31,8 @@ TETHER = Path(__file__).with_name("tether.py")
 
 
 def run_shell(ws: Workspace, command: str, timeout: int) -> str:
-    """Run `command` with sh (cmd.exe on Windows); returns its status line and its output, as run_command's result."""
+    """Run `command` with sh (cmd.exe on Windows); returns its output, after a status line unless it
+    succeeded, as run_command's result."""
     env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
     process, tether = start(command, ws.root, env)
     output = HeadAndTail(OUTPUT_MAX_BYTES)
@@ -52,7 +53,10 @@ def run_shell(ws: Workspace, command: str, timeout: int) -> str:
         if tether is not None:  # the command has ended (or been killed): the tether has nothing left to hold
             os.close(tether)
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
-    text = output.text(ws.redact)
+    # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
+    text = output.text(ws.redact).removesuffix("\n")
+    if status == "exit code 0":  # success goes unsaid, as the frame leaves it unsaid: a shell says nothing either
+        return text or "(no output)"
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
 
 
