@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 
 SYSTEM_PROMPT = """\
-You are a coding agent in the user's project directory (paths are relative to it). To call tools, write lines
+You are a coding agent in the user's project (paths are relative to it). To call tools, write lines
 like `{example}` and stop: they run in order; the next message holds each result as
 `tool_result(NAME) <<END`, the raw output, and the marker after `<<`. A reply without a call is your answer.
 

@@ -68,8 +68,8 @@ SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model recei
 
 
 def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | None = None) -> str:
-    """Read the text file at path; with offset (first line, from 1) or limit, each line starts with its number
-    and a tab (not in the file)."""
+    """Read the text file at path; with offset (first line, from 1) or limit, lines start with their number and
+    a tab (not in the file)."""
     lines, notes = read_text(ws, ws.resolve(path), path)
     if not lines:
         return f"({path} is empty)"
@@ -98,7 +98,7 @@ def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | 
 
 
 def list_files(ws: Workspace, path: str = ".") -> str:
-    """List the files under path, recursively, without dependencies, caches and what git ignores."""
+    """List files under path, recursively, without dependencies, caches and what git ignores."""
     full = ws.resolve(path)
     if not full.exists():
         raise ToolError(f"{path} does not exist. {suggest_paths(ws, path)}")
@@ -122,7 +122,7 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_all:
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
-    """Search the text files under path for pattern, a Python regex; glob (e.g. "*.py") narrows them."""
+    """Search text files under path for pattern, a Python regex; glob (e.g. "*.py") narrows them."""
     try:
         regex = re.compile(pattern)
     except re.error as error:
@@ -166,7 +166,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
 
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
-    """Fetch the web page at url as plain text, from character offset."""
+    """Fetch the web page at url as text, from character offset."""
     # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
     # for a fetch means that host (terminal.py), as the title names it.
     from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
