@@ -80,8 +80,7 @@ def replace_every(text: str, old: str, new: str, path: str) -> tuple[str, list[i
     """edit_file with replace_all: every exact, non-overlapping place `old` matches (as str.replace finds them),
     replaced; returns the new text and the line each replacement starts on in it. Exact only: a whitespace rule
     that guessed once would guess at every place."""
-    starts = list(itertools.islice(find_all(text, old), 1))
-    if not starts:
+    if old not in text:
         raise EditRefused(not_found_message(text, old, new, path))
     pieces = text.split(old)
     lines, line = [], 1
