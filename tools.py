@@ -79,8 +79,11 @@ def read_file(ws: Workspace, path: str, offset: int | None = None, limit: int | 
                         f"use an offset from 1 to {len(lines)}.")
     # Numbers only where the model asked for a range: there it wants positions; a whole file is read to be
     # understood and copied from, and a number on each line would cost as much as a third of its text.
+    if limit is not None and limit < 1:
+        raise ToolError(f"limit {limit} would show no line; give a limit of 1 or more, or leave it out to read on "
+                        "to the end.")
     numbers = offset is not None or limit is not None
-    wanted = len(lines) - first + 1 if limit is None else max(1, limit)
+    wanted = len(lines) - first + 1 if limit is None else limit
     shown, size = [], 0
     for number in range(first, first + min(wanted, READ_MAX_LINES, len(lines) - first + 1)):
         line = shortened(lines[number - 1], LINE_MAX_CHARS)
@@ -220,11 +223,12 @@ class Toolbox:
             refusal = format_error(call.problem)
         refusal = refusal or check_args(call.name, call.args) or self.permissions.refusal(call.name)
         if refusal is not None:
-            self.log(f"✗ {call.name}: {refusal.splitlines()[0]}")
+            first = refusal.splitlines()[0]  # an argument's problem names the tool already: say it once
+            self.log(f"✗ {first}" if first.startswith(call.name) else f"✗ {call.name}: {first}")
             return CallResult(call.name, call.args, False, refusal)
         self.log(f"→ {call.name}({describe_args(call.args)})")
         result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)
-        self.log(f"  {outcome(result.ok, result.output)}: {summarize(result.output)}")
+        self.log(f"  {outcome(call.name, result.ok, result.output)}: {summarize(result.output)}")
         result.seconds = time.monotonic() - started
         return result
 

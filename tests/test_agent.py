@@ -299,6 +299,21 @@ def test_a_command_that_exits_non_zero_is_a_result_logged_as_failed(tmp_path, ca
     assert "  failed: exit code 3; no output" in capsys.readouterr().err.splitlines()
 
 
+def test_only_a_command_is_logged_as_failed_and_only_when_it_failed(tmp_path, capsys):
+    (tmp_path / "status.txt").write_text("exit code 1: a line of a file\n")
+    session, _ = make_session(tmp_path, 'tool: read_file({"path": "status.txt"})\n'
+                                        'tool: run_command({"command": "cat status.txt"})', "ok")
+    session.run("go")
+    err = capsys.readouterr().err.splitlines()
+    assert "  ok: exit code 1: a line of a file" in err and "  ok: exit code 0: (+1 line)" in err
+
+
+def test_a_bad_argument_is_logged_with_the_tool_named_once(tmp_path, capsys):
+    session, _ = make_session(tmp_path, 'tool: read_file({"path": 3})', "ok")
+    session.run("go")
+    assert "✗ read_file: argument path must be a string, not an integer." in capsys.readouterr().err.splitlines()
+
+
 def test_the_repeated_call_guard_starts_afresh_with_each_task(tmp_path):
     session, _ = make_session(tmp_path, "tool: list_files()", "done", "tool: list_files()", "done",
                               "tool: list_files()", "done")

@@ -37,8 +37,11 @@ def test_crlf_lines_and_a_missing_final_newline_are_kept(ws):
     assert full.read_bytes() == b"a-c\r\nd\r\nc\r\nd\r\nc\r\nd-a"
 
 
-def test_places_are_counted_without_overlap_as_sed_does():
+def test_places_are_counted_without_overlap_as_sed_does(ws):
     assert replace_every("aaaa", "aa", "b", "f") == ("bb", [1, 1])
+    write(ws, "aa.txt", b"aaaa\n")
+    assert run(ws, "edit_file", path="aa.txt", old_str="aa", new_str="b", replace_all=True).output == (
+        "Edited aa.txt at 2 places, line 1.")
 
 
 def test_many_places_are_listed_up_to_twenty(ws):

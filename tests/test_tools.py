@@ -958,6 +958,24 @@ def test_run_command_output_and_exit_code(ws):
     assert result.ok and result.output == "exit code 3:\nout\nerr"
 
 
+@pytest.mark.parametrize("command, output", [
+    ("printf 'exit code 1:\\nboom\\n'", "exit code 0:\nexit code 1:\nboom"),  # success that reads like failure
+    ("printf 'boom\\n'; exit 1", "exit code 1:\nboom"),
+    ("echo 'killed after 60 s (timeout); no output'", "exit code 0:\nkilled after 60 s (timeout); no output"),
+    ("echo 'exit codes are numbers'", "exit codes are numbers"),
+])
+def test_a_successful_command_cannot_pass_for_a_failed_one(ws, command, output):
+    assert run(ws, "run_command", command=command).output == output
+
+
+@pytest.mark.parametrize("limit", [0, -3])
+def test_a_limit_that_would_show_no_line_is_refused(ws, limit):
+    write(ws, "a.txt", b"line 1\nline 2\n")
+    result = run(ws, "read_file", path="a.txt", limit=limit)
+    assert not result.ok and result.output == (f"limit {limit} would show no line; give a limit of 1 or more, or "
+                                               "leave it out to read on to the end.")
+
+
 def test_run_command_runs_in_the_workspace(ws):
     assert run(ws, "run_command", command="pwd").output == str(ws.root)  # success goes unsaid
 

@@ -16,7 +16,6 @@ the next piece.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ from harness.cli import terminal
 from harness.cli.terminal import can_draw, count, escape
 from harness.parser.toolcalls import opens_call
 from harness.sandbox.redaction import Redactor
+from harness.sandbox.shell import failed
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -257,11 +257,11 @@ def describe_args(args: dict) -> str:
     return text if len(text) <= 100 else text[:97] + "..."
 
 
-def outcome(ok: bool, output: str) -> str:
+def outcome(name: str, ok: bool, output: str) -> str:
     """'ok', 'error', or 'failed' for a command that ran and exited non-zero (a result, but not a success)."""
     if not ok:
         return "error"
-    return "failed" if re.match(r"(exit code [1-9]|killed after|killed by signal)", output) else "ok"
+    return "failed" if name == "run_command" and failed(output) else "ok"
 
 
 def summarize(output: str) -> str:

@@ -282,8 +282,10 @@ def describe_change(before: str, asked: str, after: str, first: int, last: int, 
 def describe_every(before: str, after: str, lines: list[int]) -> str:
     """What a replace_all edit left, to follow "Edited PATH": the lines its places start on now, and a final
     newline it added or removed."""
-    shown = ", ".join(map(str, lines[:20])) + (f" and {len(lines) - 20:,} more" if len(lines) > 20 else "")
-    report = [f" at line {shown}." if len(lines) == 1 else f" at {len(lines):,} places, lines {shown}."]
+    numbers = sorted(set(lines))  # "aa" twice in "aaaa" is two places on one line
+    shown = ", ".join(map(str, numbers[:20])) + (f" and {len(numbers) - 20:,} more" if len(numbers) > 20 else "")
+    where = f"line {shown}" if len(numbers) == 1 else f"lines {shown}"
+    report = [f" at {where}." if len(lines) == 1 else f" at {len(lines):,} places, {where}."]
     if before.endswith("\n") != after.endswith("\n"):
         report.append("(The file now ends with a newline.)" if after.endswith("\n")
                       else "(The file no longer ends with a newline.)")

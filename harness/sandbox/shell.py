@@ -14,6 +14,7 @@ tether there, so a command still running when the agent is killed hard goes on.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +29,9 @@ OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half 
 WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("tether.py")
+# How a result that is not a plain success begins. A command that succeeded is shown as its output alone, unless
+# the output begins like this: then its "exit code 0:" goes first, so no output can pass for a failure.
+STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
 
 
 def run_shell(ws: Workspace, command: str, timeout: int) -> str:
@@ -55,7 +59,7 @@ def run_shell(ws: Workspace, command: str, timeout: int) -> str:
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact).removesuffix("\n")
-    if status == "exit code 0":  # success goes unsaid, as the frame leaves it unsaid: a shell says nothing either
+    if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
 
@@ -97,6 +101,11 @@ def wait(process: subprocess.Popen, timeout: float) -> None:
         except subprocess.TimeoutExpired:
             if time.monotonic() >= deadline:
                 raise
+
+
+def failed(output: str) -> bool:
+    """Whether run_command's result is of a command that failed: exited non-zero, or was killed."""
+    return bool(STATUS_LINE.match(output)) and not output.startswith("exit code 0")
 
 
 def exit_status(code: int) -> str:

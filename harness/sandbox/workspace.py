@@ -28,6 +28,7 @@ directories reached through a symlinked directory (the walk does not follow thos
 from __future__ import annotations
 
 import errno
+import json
 import os
 import unicodedata
 from collections import deque
@@ -290,6 +291,8 @@ class Workspace:
             return "Nothing to undo."
         last = self.journal[-1]
         name = self.relative(last.path)
+        if not name.isprintable():  # a line break in a file's name would end the note and start a forged result
+            name = json.dumps(name)
         changed = (f"Not undone: {name} has changed since the agent wrote it (by you or a command), and undoing "
                    "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
         try:
