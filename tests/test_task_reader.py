@@ -12,14 +12,20 @@ from test_terminal import Pty
 
 from harness.cli import task_reader
 from harness.cli.task_reader import TaskReader, append_history, read_history, trimmed
+from harness.cli.typed_ahead import TypedAhead
 
 
 @pytest.fixture
-def pty():
+def pty(monkeypatch):
     if not hasattr(os, "openpty"):
         pytest.skip("pseudo-terminals")
     terminal = Pty()
+    terminal.watchers = []  # a watcher left running would read the next test's terminal, which reuses the fd
+    watch = TypedAhead.watch
+    monkeypatch.setattr(TypedAhead, "watch", lambda self: (terminal.watchers.append(self), watch(self))[1])
     yield terminal
+    for watcher in terminal.watchers:
+        watcher.stop()
     terminal.stdin.close()
     os.close(terminal.master)
     os.close(terminal.slave)
@@ -68,6 +74,17 @@ def test_a_block_pasted_while_a_task_ran_is_one_task_its_indentation_kept(pty, m
     pty.type(PASTE)  # one paste: the terminal hands it over at once
     wait_until(lambda: sum(waiting(reader) or ()) == len(PASTE))
     assert reader.read() == PASTE.rstrip("\n")  # one task, as pasted: the first line's indentation too
+
+
+def test_a_paste_larger_than_the_terminal_holds_is_one_task_every_line_kept(pty, monkeypatch):
+    """The terminal holds about 4 KB: past that the paste stalls until someone reads, and what came after the stall
+    used to be lines typed later, a task each, their indentation stripped."""
+    reader = reader_during_a_task(pty, monkeypatch)
+    block = "".join(f"    line {i}: some text here\n" for i in range(600))  # 17,290 bytes
+    threading.Thread(target=lambda: os.write(pty.master, block.encode()), daemon=True).start()  # blocks when full
+    threading.Thread(target=lambda: pty.wait_for("line 599: some text here\n"), daemon=True).start()  # the echo
+    wait_until(lambda: sum(waiting(reader) or ()) == len(block))
+    assert reader.read() == block.rstrip("\n") and reader.typed_ahead.take() is None
 
 
 def test_lines_typed_one_by_one_while_a_task_ran_are_a_task_each(pty, monkeypatch):

@@ -31,6 +31,9 @@ except ImportError:  # Windows: no way to count what waits; the prompt reads it 
     termios = None
 
 PASTE_WAIT = 0.03  # seconds: bytes arriving this soon after the ones before came in the same paste
+# The terminal holds about 4 KB of input (Linux: 4,095 bytes); past that, a paste stalls, and what comes after
+# the stall would be timed as lines typed later. From this much waiting, it is read into our own buffer.
+DRAIN_AT = 1024
 POLL = 0.02  # seconds between two looks at what is waiting, while a task runs (about 1% of a core)
 
 
@@ -94,7 +97,7 @@ class TypedAhead:
 
     def run(self) -> None:
         try:
-            while not self.stopped.wait(self.interval):
+            while not self.stopped.wait(self.interval / 10 if self.grew else self.interval):  # closer while it comes
                 self.look()
         except (OSError, termios.error):  # the terminal went away: nothing more will come
             return
@@ -108,6 +111,21 @@ class TypedAhead:
         elif now < self.last:  # read meanwhile (a question's answer) or discarded (before a question)
             self.reconcile()
         self.grew, self.last = now > self.last, now
+        if now >= DRAIN_AT:  # a big paste: more than a question's answer; make room for the rest of it
+            self.drain()
+
+    def drain(self) -> None:
+        """Move what the last look counted from the terminal into `buffer`. The bursts stay as they are: they
+        count what is in the buffer and in the terminal alike. Only what was counted: the moment the terminal
+        has room, the paste goes on, and what comes meanwhile is the next look's to time."""
+        n = min(waiting(self.fd), self.last)
+        while n > 0 and not self.ended:
+            chunk = os.read(self.fd, n)
+            if not chunk:  # a Ctrl-D typed ahead: what comes after it stays in the terminal
+                self.ended = True
+            self.buffer += chunk
+            n -= len(chunk)
+            self.last -= len(chunk)
 
     def reconcile(self) -> int:
         """Make the bursts agree with what waits in the terminal now (returned): bytes no burst accounts for
