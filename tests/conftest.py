@@ -20,6 +20,11 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from fake_endpoint import install_program  # noqa: E402  (found through the path above)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--race-tries", type=int, default=300, metavar="N",
+                     help="tries of each tool against a process swapping folders for links (tests/test_beneath.py)")
+
+
 @pytest.fixture
 def tmp_path(request, tmp_path_factory):
     """A fresh directory for each test, as pytest's own tmp_path, numbered by a counter: pytest numbers each one
