@@ -45,6 +45,8 @@ def test_a_session_lists_reads_and_edits_on_one_connection(install, project):
     assert first.body["model"] == "fake-model" and first.body["stop"] == ["\ntool_result("]
     assert [m["role"] for m in last.body["messages"]] == ["system", "user"] + ["assistant", "user"] * 3
     assert [m["content"] for m in last.body["messages"][2::2]] == script[:3]  # the model sees its own calls
+    sent = [request.body["messages"] for request in endpoint.received]  # what providers' prompt caches need:
+    assert all(later[:len(earlier)] == earlier for earlier, later in zip(sent, sent[1:]))  # each extends the last
     assert read_message(last.body["messages"][3]["content"]) == ([], [{"tool": "list_files", "ok": True, "output": "greet.py"}])
     assert "→ edit_file(" in done.stderr and KEY not in done.stderr + done.stdout
     assert all(KEY not in json.dumps(r.body) for r in endpoint.received)
