@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tools
-from harness.sandbox import beneath, files, search, shell
+from harness.sandbox import beneath, files, search
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
@@ -966,22 +966,6 @@ def test_run_command_cuts_long_output_to_head_and_tail(ws):
     result = run(ws, "run_command", command=f"{sys.executable} -c \"print('a' * 30000 + 'END')\"")
     assert result.output.startswith("exit code 0:\naaaa") and result.output.endswith("aEND\n")
     assert "[... 10,004 bytes dropped ...]" in result.output
-
-
-def test_run_command_output_is_bounded_while_it_runs(ws):
-    """`yes` writes without end: only the head and tail are kept, and the timeout still ends it."""
-    result = run(ws, "run_command", command="yes", timeout=1)
-    assert result.output.startswith("killed after 1 s (timeout); the output so far:\ny\ny\n")
-    assert len(result.output) < shell.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in result.output
-
-
-def test_run_command_timeout_kills_the_whole_process_group(ws):
-    started = time.monotonic()
-    result = run(ws, "run_command", command="echo started; (sleep 30; touch late.txt) & sleep 30", timeout=1)
-    assert time.monotonic() - started < 10
-    assert result.output == "killed after 1 s (timeout); the output so far:\nstarted\n"
-    time.sleep(0.2)
-    assert not (ws.root / "late.txt").exists()
 
 
 def test_run_command_has_no_stdin(ws):
