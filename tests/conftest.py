@@ -69,6 +69,15 @@ def install(tmp_path):
 
 
 @pytest.fixture
+def agent_home(tmp_path):
+    """For a run of main() in the test's process (in_process.py): the folder agent.py stands in, empty, where the
+    user's own .env goes."""
+    home = tmp_path / "install"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
 def project(tmp_path):
     root = tmp_path / "project"
     root.mkdir()
