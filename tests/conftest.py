@@ -72,7 +72,7 @@ def install(tmp_path):
 def agent_home(tmp_path):
     """For a run of main() in the test's process (in_process.py): the folder agent.py stands in, empty, where the
     user's own .env goes."""
-    home = tmp_path / "install"
+    home = tmp_path / "program"  # not "install": a test may run both
     home.mkdir()
     return home
 
