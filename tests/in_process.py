@@ -7,8 +7,9 @@ about 0.3 s of CPU, most of it imports.
 
 The run sees `env` over the environment without the OPENAI_* and PLAINAGENT_* variables, `cwd` as its current
 directory, `home` as the folder agent.py is in (its user's own .env), `stdin` as a pipe that holds that text,
-and stdout and stderr as pipes; afterwards the process's state is as it was, and the transcript it opened is
-closed, which is what the end of a process does (and lets go of its lock)."""
+and stdout and stderr as pipes; afterwards the process's state is as it was (the environment, the current
+directory, the streams, the key the screen hides, the live reply), and the transcript it opened is closed,
+which is what the end of a process does (and lets go of its lock)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import sys
 from pathlib import Path
 
 import agent
+from harness.cli import display, terminal
 
 
 def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin: str | None = None
@@ -26,6 +28,7 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
     """What `subprocess.run([python, home/agent.py, *argv], cwd=cwd, env=..., input=stdin, capture_output=True,
     text=True)` returns, from main() called here."""
     saved = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr), agent.__file__, agent.open_session
+    shown = terminal.secret, display.active  # the key kept from the screen, the live reply log lines make room in
     opened = []  # the transcripts the run opened: the end of a process closes them
 
     def open_session(*args, **kwargs):
@@ -51,6 +54,7 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
         os.chdir(saved[1])
         sys.stdin, sys.stdout, sys.stderr = saved[2]
         agent.__file__, agent.open_session = saved[3], saved[4]
+        terminal.secret, display.active = shown
         for transcript in opened:
             if transcript.fd is not None:
                 os.close(transcript.fd)
