@@ -190,9 +190,9 @@ class WatchedScreen(Screen):
 
 def test_the_spinner_counts_seconds_and_clears_its_line():
     screen = WatchedScreen(True)
-    spinner = Spinner(screen, interval=0.01)
+    spinner = Spinner(screen, interval=0.01, delay=0.01)
     spinner.start()
-    screen.wait_for(lambda text: text.count("\r") >= 2)  # two frames shown (the first after display's 0.3 s)
+    screen.wait_for(lambda text: text.count("\r") >= 2)  # two frames shown
     spinner.stop()
     output = screen.getvalue()
     assert output.startswith("\r- 0 s\r\\ 0 s") and output.endswith("\r" + " " * 12 + "\r")

@@ -1,4 +1,6 @@
-"""End to end: `python agent.py` as a user runs it, against a local OpenAI-compatible server on a real socket."""
+"""End to end: `python agent.py` as a user runs it, against a local OpenAI-compatible server on a real socket;
+what is the loop's and not the process's (exit codes, one-line errors, the REPL's input) with main() run in this
+process against the same server (in_process.py)."""
 
 import json
 import os
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_message
+from in_process import run_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-e2e-secret-0123456789"
@@ -23,6 +26,12 @@ def agent(install, project, endpoint, *argv, key=KEY, stdin=None, timeout=60):
         env["OPENAI_API_KEY"] = key
     return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env, input=stdin,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def agent_here(home, project, endpoint, *argv, key=KEY, stdin=None):
+    """agent(), with main() run in this process (in_process.py): for what is the loop's, not the process's."""
+    env = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model"} | ({"OPENAI_API_KEY": key} if key else {})
+    return run_agent(home, project, list(argv), env, stdin)
 
 
 def test_a_session_lists_reads_and_edits_on_one_connection(install, project):
@@ -45,28 +54,30 @@ def test_a_session_lists_reads_and_edits_on_one_connection(install, project):
     assert first.body["model"] == "fake-model" and first.body["stop"] == ["\ntool_result("]
     assert [m["role"] for m in last.body["messages"]] == ["system", "user"] + ["assistant", "user"] * 3
     assert [m["content"] for m in last.body["messages"][2::2]] == script[:3]  # the model sees its own calls
+    sent = [request.body["messages"] for request in endpoint.received]  # what providers' prompt caches need:
+    assert all(later[:len(earlier)] == earlier for earlier, later in zip(sent, sent[1:]))  # each extends the last
     assert read_message(last.body["messages"][3]["content"]) == ([], [{"tool": "list_files", "ok": True, "output": "greet.py"}])
     assert "→ edit_file(" in done.stderr and KEY not in done.stderr + done.stdout
     assert all(KEY not in json.dumps(r.body) for r in endpoint.received)
 
 
-def test_survives_a_429_with_retry_after(install, project):
+def test_survives_a_429_with_retry_after(agent_home, project):
     """The wait itself is the client's (test_client.py, with its sleep in the test's hands): here the user sees
     the 429 and the retry, on the same connection. Retry-After: 0, so the run waits for nothing."""
     script = [{"status": 429, "headers": {"Retry-After": "0"},
                "body": {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}}, "All good."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi")
+        done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 0 and done.stdout == "All good.\n"
     assert "429 from" in done.stderr and "retrying in 0.0 s (attempt 2 of 4)" in done.stderr
     assert len(endpoint.received) == 2 and endpoint.n_connections == 1
 
 
-def test_a_bad_key_is_one_line_and_exit_1(install, project):
+def test_a_bad_key_is_one_line_and_exit_1(agent_home, project):
     script = [{"status": 401, "body": {"error": {"message": "Incorrect API key provided: sk-e2e***789.",
                                                  "code": "invalid_api_key"}}}]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi")
+        done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
     header, *lines = done.stderr.strip().splitlines()  # the header names the endpoint; then the one line
     assert header.startswith(f"plainagent: fake-model at {endpoint.url} (from the environment), workspace {project}")
@@ -74,25 +85,25 @@ def test_a_bad_key_is_one_line_and_exit_1(install, project):
     assert "check OPENAI_API_KEY" in lines[0] and "Traceback" not in done.stderr
 
 
-def test_a_server_echoing_the_key_does_not_get_it_printed(install, project):
+def test_a_server_echoing_the_key_does_not_get_it_printed(agent_home, project):
     with FakeEndpoint([{"status": 401, "body": {"error": {"message": f"bad key {KEY}"}}}]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi")
+        done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and KEY not in done.stderr and "bad key [REDACTED]" in done.stderr
 
 
-def test_no_server_is_one_line_and_exit_1(install, project):
+def test_no_server_is_one_line_and_exit_1(agent_home, project):
     with FakeEndpoint([]) as endpoint:
         pass  # closed: nothing listens on its port any more
-    done = agent(install, project, endpoint, "-p", "hi")
+    done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines()[1:] == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
                                         "is the server running and OPENAI_BASE_URL right?"]
 
 
-def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project):
+def test_task_from_stdin_and_writes_refused_without_a_terminal(agent_home, project):
     script = ['tool: edit_file({"path": "new.txt", "old_str": "", "new_str": "x"})', "I could not write the file."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "-", stdin="create new.txt")
+        done = agent_here(agent_home, project, endpoint, "-p", "-", stdin="create new.txt")
     assert done.returncode == 3 and done.stdout == "I could not write the file.\n"  # 3: not done as asked
     assert not (project / "new.txt").exists()
     assert endpoint.received[0].body["messages"][1] == {"role": "user", "content": "create new.txt"}
@@ -100,15 +111,15 @@ def test_task_from_stdin_and_writes_refused_without_a_terminal(install, project)
     assert "not running at a terminal" in result and "--yes" in result
 
 
-def test_step_limit_exits_1(install, project):
+def test_step_limit_exits_1(agent_home, project):
     with FakeEndpoint(["tool: list_files()", 'tool: read_file({"path": "greet.py"})']) as endpoint:
-        done = agent(install, project, endpoint, "-p", "loop", "--max-steps", "2")
+        done = agent_here(agent_home, project, endpoint, "-p", "loop", "--max-steps", "2")
     assert done.returncode == 1 and "Stopped after 2 model call(s)" in done.stderr and done.stdout == ""
 
 
-def test_local_server_without_a_key_sends_no_authorization(install, project):
+def test_local_server_without_a_key_sends_no_authorization(agent_home, project):
     with FakeEndpoint(["hi"]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi", key=None)
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", key=None)
     assert done.returncode == 0 and "Authorization" not in endpoint.received[0].headers
 
 
@@ -129,9 +140,9 @@ def test_repl_runs_tasks_until_exit(install, project):
 
 
 @pytest.mark.parametrize("typed", ["", "quit\n", "exit\n"])
-def test_repl_leaves_on_end_of_input_quit_and_exit(install, project, typed):
+def test_repl_leaves_on_end_of_input_quit_and_exit(agent_home, project, typed):
     with FakeEndpoint([]) as endpoint:
-        done = agent(install, project, endpoint, stdin=typed + "never sent\n" if typed else "")
+        done = agent_here(agent_home, project, endpoint, stdin=typed + "never sent\n" if typed else "")
     assert done.returncode == 0 and "Traceback" not in done.stderr and endpoint.received == []
 
 

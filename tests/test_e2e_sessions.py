@@ -1,7 +1,8 @@
-"""End to end, long sessions: `python agent.py` under a small context budget, against a server that refuses
-what passes its window, killed with kill -9 in the middle of a task and resumed. The long sessions are
+"""End to end, long sessions: the agent under a small context budget, against a server that refuses what
+passes its window, killed with kill -9 in the middle of a task and resumed. The long sessions are
 bench/long_session.py's scenarios, whole; their model (reader_model.py) answers right only from what its
-request holds."""
+request holds. A run that is killed, or holds a session while another tries it, is `python agent.py`; the
+others run main() in this process (in_process.py), against the same server and the same transcripts."""
 
 import json
 import os
@@ -13,10 +14,10 @@ from pathlib import Path
 import pytest
 from fake_endpoint import FakeEndpoint, completion
 from reader_model import ReaderModel, ask, collect, expected_answers, write_files
-from test_e2e import KEY, agent
+from test_e2e import KEY, agent_here
 
 
-def run_long_session(install, project, tmp_path, *, one_task: bool, n_files: int, budget: int | None,
+def run_long_session(home, project, tmp_path, *, one_task: bool, n_files: int, budget: int | None,
                      window: int | None) -> dict:
     """The REPL asked about each of `n_files` files in turn (or one task reading them all), against a model
     that answers only from what its request holds and a server that refuses requests over `window` tokens."""
@@ -27,7 +28,7 @@ def run_long_session(install, project, tmp_path, *, one_task: bool, n_files: int
         argv += ["-p", collect(n_files), "--max-steps", str(n_files + 5)]
     stdin = "" if one_task else "".join(ask(n) + "\n" for n in range(1, n_files + 1)) + "exit\n"
     with FakeEndpoint([model] * 1000) as endpoint:
-        done = agent(install, project, endpoint, *argv, stdin=stdin)
+        done = agent_here(home, project, endpoint, *argv, stdin=stdin)
     entries = [json.loads(line) for line in transcripts(tmp_path)[0].read_text().splitlines()]
     answers = [line for line in done.stdout.splitlines() if line.strip()]
     return {"returncode": done.returncode, "stderr": done.stderr, "answers": answers,
@@ -37,8 +38,8 @@ def run_long_session(install, project, tmp_path, *, one_task: bool, n_files: int
             "transcript": transcripts(tmp_path)[0]}
 
 
-def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(install, project, tmp_path):
-    result = run_long_session(install, project, tmp_path, one_task=False, n_files=30, budget=8000, window=8000)
+def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(agent_home, project, tmp_path):
+    result = run_long_session(agent_home, project, tmp_path, one_task=False, n_files=30, budget=8000, window=8000)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
     assert result["refused"] == 0 and result["largest"] <= 8000  # the fake server refuses anything over 8,000
@@ -46,15 +47,15 @@ def test_thirty_repl_tasks_under_8000_tokens_each_answered_right(install, projec
     assert "Traceback" not in result["stderr"] and KEY not in result["transcript"].read_text()
 
 
-def test_one_long_task_reading_twenty_files_keeps_the_models_notes(install, project, tmp_path):
-    result = run_long_session(install, project, tmp_path, one_task=True, n_files=20, budget=8000, window=8000)
+def test_one_long_task_reading_twenty_files_keeps_the_models_notes(agent_home, project, tmp_path):
+    result = run_long_session(agent_home, project, tmp_path, one_task=True, n_files=20, budget=8000, window=8000)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
     assert result["refused"] == 0 and result["largest"] <= 8000 and result["compactions"] >= 3
 
 
-def test_a_server_refusing_requests_over_its_window_is_survived(install, project, tmp_path):
-    result = run_long_session(install, project, tmp_path, one_task=False, n_files=8, budget=None,  # 32,000
+def test_a_server_refusing_requests_over_its_window_is_survived(agent_home, project, tmp_path):
+    result = run_long_session(agent_home, project, tmp_path, one_task=False, n_files=8, budget=None,  # 32,000
                               window=4096)
     assert result["returncode"] == 0, result["stderr"]
     assert result["right"], result["answers"]
@@ -69,12 +70,12 @@ def transcripts(tmp_path) -> list[Path]:
     return sorted((tmp_path / "state" / "plainagent" / "sessions").glob("*.jsonl"))
 
 
-def test_resume_after_a_clean_exit_carries_the_history_with_one_system_prompt(install, project, tmp_path):
+def test_resume_after_a_clean_exit_carries_the_history_with_one_system_prompt(agent_home, project, tmp_path):
     with FakeEndpoint(['tool: read_file({"path": "greet.py"})', "It greets."]) as endpoint:
-        first = agent(install, project, endpoint, "-p", "what does greet.py do?")
+        first = agent_here(agent_home, project, endpoint, "-p", "what does greet.py do?")
     assert first.returncode == 0 and len(transcripts(tmp_path)) == 1
     with FakeEndpoint(["It has a typo."]) as endpoint:
-        again = agent(install, project, endpoint, "--resume", "-p", "anything wrong with it?")
+        again = agent_here(agent_home, project, endpoint, "--resume", "-p", "anything wrong with it?")
     assert again.returncode == 0 and again.stdout == "It has a typo.\n"
     assert "Resumed " in again.stderr
     sent = endpoint.received[0].body["messages"]
@@ -92,7 +93,7 @@ def start_agent(install, project, endpoint, *argv):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_message(install, project, tmp_path):
+def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_message(install, agent_home, project, tmp_path):
     script = ['tool: read_file({"path": "greet.py"})', {"body": completion("too late"), "hold": True}]
     with FakeEndpoint(script) as endpoint:
         process = start_agent(install, project, endpoint, "-p", "fix greet.py")
@@ -101,7 +102,7 @@ def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_messa
         process.communicate(timeout=20)
     before = endpoint.received[1].body["messages"]  # what the model was last sent
     with FakeEndpoint(["Fixed."]) as endpoint:
-        resumed = agent(install, project, endpoint, "--resume", "-p", "go on")
+        resumed = agent_here(agent_home, project, endpoint, "--resume", "-p", "go on")
     assert resumed.returncode == 0 and resumed.stdout == "Fixed.\n", resumed.stderr
     sent = endpoint.received[0].body["messages"]
     assert sent[:4] == before
@@ -110,7 +111,7 @@ def test_killed_while_waiting_for_the_model_resumes_from_the_last_complete_messa
                         {"role": "user", "content": "go on"}]
 
 
-def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(install, project, tmp_path):
+def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(install, agent_home, project, tmp_path):
     os.mkfifo(project / "running")  # the command says it has begun by writing a line into it
     running = os.open(project / "running", os.O_RDONLY | os.O_NONBLOCK)
     command = 'tool: run_command({"command": "echo > running; sleep 5"})'
@@ -121,7 +122,7 @@ def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(inst
         process.communicate(timeout=20)
     os.close(running)
     with FakeEndpoint(["I will check first."]) as endpoint:
-        resumed = agent(install, project, endpoint, "--resume", "-p", "go on", "--yes")  # its mode: no note on modes
+        resumed = agent_here(agent_home, project, endpoint, "--resume", "-p", "go on", "--yes")  # its mode: no note on modes
     assert resumed.returncode == 0, resumed.stderr
     sent = endpoint.received[0].body["messages"]
     assert [m["content"] for m in sent[1:]] == [
@@ -130,17 +131,17 @@ def test_killed_while_a_tool_runs_resumes_saying_the_calls_may_not_have_run(inst
         "last reply may not all have run.)\n\ngo on"]
 
 
-def test_a_torn_last_line_is_skipped_with_one_warning(install, project, tmp_path):
+def test_a_torn_last_line_is_skipped_with_one_warning(agent_home, project, tmp_path):
     with FakeEndpoint(["Hello."]) as endpoint:
-        agent(install, project, endpoint, "-p", "hi")
+        agent_here(agent_home, project, endpoint, "-p", "hi")
     with open(transcripts(tmp_path)[0], "ab") as file:
         file.write(b'{"type": "message", "message": {"role": "assistant", "con')
     with FakeEndpoint(["Again."]) as endpoint:
-        resumed = agent(install, project, endpoint, "--resume", "-p", "again")
+        resumed = agent_here(agent_home, project, endpoint, "--resume", "-p", "again")
     assert resumed.returncode == 0 and "the last line is incomplete" in resumed.stderr
     assert [m["content"] for m in endpoint.received[0].body["messages"][1:]] == ["hi", "Hello.", "again"]
     with FakeEndpoint(["Once more."]) as endpoint:
-        later = agent(install, project, endpoint, "--resume", "-p", "once more")
+        later = agent_here(agent_home, project, endpoint, "--resume", "-p", "once more")
     assert later.returncode == 0 and "incomplete" not in later.stderr  # said once, not at every resume
 
 
@@ -148,32 +149,32 @@ def test_a_torn_last_line_is_skipped_with_one_warning(install, project, tmp_path
     (None, "no session to resume for"),
     ("print('not a transcript')\n", "not a plainagent transcript"),
 ])
-def test_resume_without_a_session_is_one_line_and_exit_2(install, project, tmp_path, content, message):
+def test_resume_without_a_session_is_one_line_and_exit_2(agent_home, project, tmp_path, content, message):
     argv = ["--resume"]
     if content is not None:
         (tmp_path / "x.py").write_text(content)
         argv.append(str(tmp_path / "x.py"))
     with FakeEndpoint([]) as endpoint:
-        done = agent(install, project, endpoint, *argv, "-p", "hi")
+        done = agent_here(agent_home, project, endpoint, *argv, "-p", "hi")
     assert done.returncode == 2 and endpoint.received == []
     header, line = done.stderr.splitlines()  # the header names the endpoint; then the one line
     assert header.startswith("plainagent: fake-model at ") and message in line and "Traceback" not in done.stderr
 
 
-def test_log_writes_the_named_file_and_never_the_workspace(install, project, tmp_path):
+def test_log_writes_the_named_file_and_never_the_workspace(agent_home, project, tmp_path):
     with FakeEndpoint(["Hi."]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
-        again = agent(install, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
+        again = agent_here(agent_home, project, endpoint, "-p", "hi", "--log", str(tmp_path / "mine.jsonl"))
     assert done.returncode == 0 and json.loads((tmp_path / "mine.jsonl").read_text().splitlines()[0])["model"] == "fake-model"
     assert again.returncode == 2 and "the file exists" in again.stderr
     assert transcripts(tmp_path) == [] and sorted(p.name for p in project.iterdir()) == ["greet.py"]
 
 
-def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, project, tmp_path):
+def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(agent_home, project, tmp_path):
     one = "One." + " In detail:" * 100  # long enough that a summary is shorter
     script = [one, "Two.", "Summary: the user said one and two.", "Three."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
+        done = agent_here(agent_home, project, endpoint, stdin="one\ntwo\n/compact\nthree\nexit\n")
     assert done.returncode == 0 and done.stdout == one + "\nTwo.\nThree.\n"
     assert "Context compacted: 2 older messages replaced by a summary" in done.stderr
     assert done.stderr.count("Context compacted:") == 1  # said once, not by compact() and /compact both
@@ -185,21 +186,21 @@ def test_compact_in_the_repl_summarizes_and_the_next_task_goes_on(install, proje
 
 
 @pytest.mark.parametrize("value", ["1000", "many"])
-def test_a_bad_context_budget_is_a_usage_error(install, project, value):
+def test_a_bad_context_budget_is_a_usage_error(agent_home, project, value):
     with FakeEndpoint([]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", value)
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", "--context-tokens", value)
     assert done.returncode == 2 and "Traceback" not in done.stderr and endpoint.received == []
 
 
-def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tmp_path):
+def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, agent_home, project, tmp_path):
     with FakeEndpoint(["Hello."]) as endpoint:
-        agent(install, project, endpoint, "-p", "hi")
+        agent_here(agent_home, project, endpoint, "-p", "hi")
     path = transcripts(tmp_path)[0]
     with FakeEndpoint([{"body": completion("A done."), "hold": True}, "B done."]) as endpoint:
         first = start_agent(install, project, endpoint, "--resume", str(path), "-p", "task A")
         endpoint.wait_for_requests(1)  # A holds the session, waiting for the model
-        second = agent(install, project, endpoint, "--resume", str(path), "-p", "task B")
-        plain = agent(install, project, endpoint, "--resume", "-p", "task B")
+        second = agent_here(agent_home, project, endpoint, "--resume", str(path), "-p", "task B")
+        plain = agent_here(agent_home, project, endpoint, "--resume", "-p", "task B")
         first.kill()
         first.communicate(timeout=20)
     assert second.returncode == 2 and second.stderr.split("\n", 1)[1] == (
@@ -212,14 +213,14 @@ def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, project, tm
             and entry["message"]["role"] != "system"] == ["hi", "Hello.", "task A"]
 
 
-def test_resuming_in_another_workspace_is_refused(install, project, tmp_path):
+def test_resuming_in_another_workspace_is_refused(agent_home, project, tmp_path):
     with FakeEndpoint(["Hello."]) as endpoint:
-        agent(install, project, endpoint, "-p", "hi")
+        agent_here(agent_home, project, endpoint, "-p", "hi")
     path = transcripts(tmp_path)[0]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with FakeEndpoint([]) as endpoint:
-        done = agent(install, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
+        done = agent_here(agent_home, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
     assert done.returncode == 2 and endpoint.received == []
     assert done.stderr.split("\n", 1)[1] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")

@@ -1,5 +1,6 @@
 """End to end with streamed replies: agent.py as a process against a local server that streams server-sent
-events, in a pipe and at a pseudo-terminal, and the REPL's input and slash commands."""
+events, in a pipe and at a pseudo-terminal, and the REPL's input and slash commands (those, and what is not the
+process's, with main() run in this process against the same server: in_process.py)."""
 
 import json
 import os
@@ -10,7 +11,7 @@ import sys
 import pytest
 from fake_endpoint import FakeEndpoint, llama_cpp_python, stream_events
 from frames import read_results
-from test_e2e import KEY, agent
+from test_e2e import KEY, agent, agent_here
 from test_e2e_terminal import Screen
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
@@ -48,15 +49,15 @@ def test_a_pipe_gets_exactly_the_answer_and_stderr_the_live_text(install, projec
 
 
 @pytest.mark.parametrize("argv, env_file", [(["--no-stream"], ""), ([], "PLAINAGENT_STREAM=off\n")])
-def test_streaming_can_be_turned_off(install, project, argv, env_file):
-    (install / ".env").write_text(env_file)  # the user's own
+def test_streaming_can_be_turned_off(agent_home, project, argv, env_file):
+    (agent_home / ".env").write_text(env_file)  # the user's own
     with FakeEndpoint(["Whole."]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi", *argv)
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", *argv)
     assert done.returncode == 0 and done.stdout == "Whole.\n"
     assert "stream" not in endpoint.received[0].body
 
 
-def test_a_session_past_a_llama_cpp_python_servers_window_compacts_and_goes_on(install, project):
+def test_a_session_past_a_llama_cpp_python_servers_window_compacts_and_goes_on(agent_home, project):
     """That server answers a streamed request past its window with a 200 stream that ends before its first
     event; asked without streaming, it says 400 and states the window, and the history is fitted to it."""
     (project / "big.log").write_text("".join(f"line {n:04d}: " + "x" * 60 + "\n" for n in range(200)) + "OK\n")
@@ -66,7 +67,7 @@ def test_a_session_past_a_llama_cpp_python_servers_window_compacts_and_goes_on(i
             else "The log ends with OK."
 
     with FakeEndpoint([llama_cpp_python(2500, model)] * 5) as endpoint:
-        done = agent(install, project, endpoint, "-p", "check the log")
+        done = agent_here(agent_home, project, endpoint, "-p", "check the log")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The log ends with OK.\n"
     url = endpoint.url + "/chat/completions"
@@ -168,12 +169,12 @@ def test_undo_walks_back_several_writes_byte_for_byte(install, project):
     assert "Nothing to undo." in screen.text
 
 
-def test_reset_tokens_model_and_an_unknown_command(install, project):
+def test_reset_tokens_model_and_an_unknown_command(agent_home, project):
     usage = {"prompt_tokens": 100, "completion_tokens": 7}
     script = [streamed("One.", events={"usage": usage}), streamed("Two."), streamed("Three.")]
     typed = "first\n/tokens\n/reset\nsecond\n/model other-model\nthird\n/tokens\n/nope\n/help\n"
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, stdin=typed)
+        done = agent_here(agent_home, project, endpoint, stdin=typed)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "One.\nTwo.\nThree.\n"
     assert "1 request: 100 prompt + 7 completion tokens (as the server reported them)." in done.stderr
@@ -220,9 +221,9 @@ def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
     assert screen.text.split("\n", 1)[1].startswith("[thinking]\nhmm\n[end of thinking]\nThe answer, live.\n(")
 
 
-def test_a_resumed_session_carries_on_from_the_reset(install, project):
+def test_a_resumed_session_carries_on_from_the_reset(agent_home, project):
     with FakeEndpoint([streamed("One."), streamed("Two."), streamed("Three.")]) as endpoint:
-        assert agent(install, project, endpoint, stdin="first\n/reset\nsecond\n").returncode == 0
-        resumed = agent(install, project, endpoint, "--resume", "-p", "third")
+        assert agent_here(agent_home, project, endpoint, stdin="first\n/reset\nsecond\n").returncode == 0
+        resumed = agent_here(agent_home, project, endpoint, "--resume", "-p", "third")
     assert resumed.returncode == 0 and resumed.stdout == "Three.\n"
     assert [m["content"] for m in endpoint.received[-1].body["messages"][1:]] == ["second", "Two.", "third"]

@@ -1,4 +1,5 @@
-"""End to end: modes, guard rails and AGENTS.md as a user meets them, `python agent.py` against a local server."""
+"""End to end: modes, guard rails and AGENTS.md as a user meets them, against a local server: main() run in this
+process (in_process.py), and `python agent.py` itself for Ctrl-C and the terminal."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import sys
 import pytest
 from fake_endpoint import FakeEndpoint, completion
 from frames import read_results
+from in_process import run_agent
 from test_e2e import KEY
 from test_e2e_sessions import start_agent
 
@@ -20,15 +22,21 @@ def agent(install, project, endpoint, *argv, stdin=None, extra_env=None):
                           capture_output=True, text=True, timeout=60)
 
 
+def agent_here(home, project, endpoint, *argv, stdin=None, extra_env=None):
+    """agent(), with main() run in this process (in_process.py): for what is the loop's, not the process's."""
+    env = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, **(extra_env or {})}
+    return run_agent(home, project, list(argv), env, stdin)
+
+
 def results_sent(endpoint, n: int) -> list[dict]:
     """The results in the last message of the n-th request the server received."""
     return read_results(endpoint.received[n].body["messages"][-1]["content"])
 
 
-def test_read_only_offers_no_writing_tool_and_refuses_one_anyway(install, project):
+def test_read_only_offers_no_writing_tool_and_refuses_one_anyway(agent_home, project):
     script = ['tool: edit_file({"path": "greet.py", "old_str": "Helo", "new_str": "Hello"})', "I may not edit."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "fix the typo", "--mode", "read-only")
+        done = agent_here(agent_home, project, endpoint, "-p", "fix the typo", "--mode", "read-only")
     assert done.returncode == 0 and done.stdout == "I may not edit.\n"
     system = endpoint.received[0].body["messages"][0]["content"]
     assert "read_file(" in system and "edit_file(" not in system and "run_command(" not in system
@@ -36,11 +44,11 @@ def test_read_only_offers_no_writing_tool_and_refuses_one_anyway(install, projec
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Helo, " + name\r\n'
 
 
-def test_edits_mode_applies_an_edit_but_asks_before_a_command(install, project):
+def test_edits_mode_applies_an_edit_but_asks_before_a_command(agent_home, project):
     script = ['tool: edit_file({"path": "greet.py", "old_str": "Helo", "new_str": "Hello"})',
               'tool: run_command({"command": "python -m pytest -q"})', "Edited; the tests were not run."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "fix and test", "--mode", "edits", stdin="")
+        done = agent_here(agent_home, project, endpoint, "-p", "fix and test", "--mode", "edits", stdin="")
     assert done.returncode == 3, done.stderr  # the command was refused: nobody could be asked
     assert (project / "greet.py").read_bytes() == b'def greet(name):\r\n    return "Hello, " + name\r\n'
     assert "Edit greet.py (+1 -1 lines):\n" in done.stderr and "(applied without asking: mode edits)" in done.stderr
@@ -48,12 +56,12 @@ def test_edits_mode_applies_an_edit_but_asks_before_a_command(install, project):
     assert not command["ok"] and "not running at a terminal" in command["output"]  # it was asked; nobody answered
 
 
-def test_deny_rules_hold_in_yes_mode_and_plainagent_deny_adds_rules(install, project):
+def test_deny_rules_hold_in_yes_mode_and_plainagent_deny_adds_rules(agent_home, project):
     script = ['tool: run_command({"command": "touch one; sudo true"})',
               'tool: run_command({"command": "npm publish --dry-run"})', "Both refused."]
     env = {"PLAINAGENT_DENY": "npm publish; terraform destroy"}
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "release it", "--yes", extra_env=env)
+        done = agent_here(agent_home, project, endpoint, "-p", "release it", "--yes", extra_env=env)
     assert done.returncode == 0, done.stderr
     assert results_sent(endpoint, 1)[0]["output"].startswith(
         "Refused by plainagent's guard rail: sudo (running as root: sudo, sudoedit, doas, su, pkexec, run0). ")
@@ -62,11 +70,11 @@ def test_deny_rules_hold_in_yes_mode_and_plainagent_deny_adds_rules(install, pro
     assert not (project / "one").exists()
 
 
-def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(install, project):
+def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(agent_home, project):
     (project / "AGENTS.md").write_text("Always use tabs for indentation.\n")
     with FakeEndpoint(["Noted: tabs."]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi")
-        repl = agent(install, project, endpoint, stdin="", extra_env={"PLAINAGENT_MODE": "edits"})
+        done = agent_here(agent_home, project, endpoint, "-p", "hi")
+        repl = agent_here(agent_home, project, endpoint, stdin="", extra_env={"PLAINAGENT_MODE": "edits"})
     system = endpoint.received[0].body["messages"][0]["content"]
     assert system.endswith("# Instructions from AGENTS.md in the workspace root\n\nStanding instructions for this "
                            "work; follow them unless the user says otherwise.\n\nAlways use tabs for indentation.\n")
@@ -94,10 +102,10 @@ def test_ctrl_c_during_a_sub_agent_stops_it_and_the_parent_answers(install, proj
     assert "    → list_files()\n" in stderr and "Traceback" not in stderr
 
 
-def test_a_long_agents_md_in_a_small_budget_is_warned_about(install, project):
+def test_a_long_agents_md_in_a_small_budget_is_warned_about(agent_home, project):
     (project / "AGENTS.md").write_text("Keep every function short and name it with a verb.\n" * 150)
     with FakeEndpoint(["ok"]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi", "--context-tokens", "8000")
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", "--context-tokens", "8000")
     assert done.returncode == 0
     assert "plainagent: the system prompt with AGENTS.md takes about 3," in done.stderr
     assert "of the 8,000-token context budget; shorten it, or raise --context-tokens.\n" in done.stderr
@@ -127,13 +135,13 @@ def allow(tmp_path, path) -> None:
     record.write_text(json.dumps({"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}) + "\n")
 
 
-def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothing(install, project):
+def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothing(agent_home, project):
     (project / ".env").write_text(PROJECT_ENV)
     with FakeEndpoint([DESTROY, "Refused, as it should be."]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "tear it down", "--yes", extra_env=own_settings(install, endpoint))
+        done = agent_here(agent_home, project, endpoint, "-p", "tear it down", "--yes", extra_env=own_settings(agent_home, endpoint))
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines[0] == f"plainagent: m at {endpoint.url} (from {install / '.env'}), workspace {project}, mode yes (asks nothing)"
+    assert lines[0] == f"plainagent: m at {endpoint.url} (from {agent_home / '.env'}), workspace {project}, mode yes (asks nothing)"
     assert lines[1] == (f"plainagent: not reading {project / '.env'}: a project's .env is used only once you allow it; "
                         "start plainagent there at a terminal to be asked.")
     assert [request.headers["Authorization"] for request in endpoint.received] == [f"Bearer {KEY}"] * 2
@@ -142,12 +150,12 @@ def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothi
         "Refused by plainagent's guard rail: the PLAINAGENT_DENY rule \"terraform destroy\". ")
 
 
-def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_lower_the_mode(install, project, tmp_path):
+def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_lower_the_mode(agent_home, project, tmp_path):
     (project / ".env").write_text(PROJECT_ENV)
     allow(tmp_path, project / ".env")
     script = [DESTROY, PUBLISH, 'tool: edit_file({"path": "x.txt", "old_str": "", "new_str": "x"})', "Done."]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "release", extra_env=own_settings(install, endpoint))
+        done = agent_here(agent_home, project, endpoint, "-p", "release", extra_env=own_settings(agent_home, endpoint))
     assert done.returncode == 3, done.stderr  # the edit was refused: nobody could be asked
     assert done.stderr.splitlines()[1].startswith(f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used")
     assert "PLAINAGENT_MODE not used: it asks less than your mode, ask" in done.stderr
@@ -186,12 +194,12 @@ def test_the_repl_asks_once_whether_to_use_a_projects_dotenv(install, project):
 
 
 @pytest.mark.parametrize("argv", [[], ["--no-stream"]])
-def test_a_server_echoing_the_key_in_its_reply_never_gets_it_printed(install, project, argv):
+def test_a_server_echoing_the_key_in_its_reply_never_gets_it_printed(agent_home, project, argv):
     from test_e2e_stream import streamed
     answer = f"Your request carried Authorization: Bearer {KEY}. Also sk-e2e-sec"
     reply = answer if argv else streamed(answer, pieces=25)
     with FakeEndpoint([reply]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "what did I send?", *argv)
+        done = agent_here(agent_home, project, endpoint, "-p", "what did I send?", *argv)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Your request carried Authorization: Bearer [REDACTED]. Also sk-e2e-sec\n"
     assert KEY not in done.stderr and KEY[:12] not in done.stderr

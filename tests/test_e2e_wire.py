@@ -1,5 +1,6 @@
 """End to end on the wire: `python agent.py` against a local server that compresses, chunks and sends shapes no
-test of ours produced; the files must end with exactly the bytes intended. (A dropped connection is retried
+test of ours produced (after the first session, main() in this process, whose client reads the same socket:
+in_process.py); the files must end with exactly the bytes intended. (A dropped connection is retried
 after a backoff the client waits out: that test is test_client.py's, where the test holds the client's sleep.)"""
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_endpoint import FakeEndpoint, completion
+from in_process import run_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-e2e-wire-0123456789"
@@ -26,6 +28,12 @@ def agent(install, project, endpoint, *argv, timeout=60):
                 "PYTHONUNBUFFERED": "1"})
     return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def agent_here(home, project, endpoint, *argv):
+    """agent(), with main() run in this process (in_process.py): the same client on the same socket."""
+    env = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": KEY}
+    return run_agent(home, project, list(argv), env)
 
 
 def test_a_session_over_gzip_and_chunked_replies_edits_exactly(install, project):
@@ -62,15 +70,15 @@ def test_a_session_over_gzip_and_chunked_replies_edits_exactly(install, project)
      "200 from {url} with a body that is not valid gzip data (its Content-Encoding); "
      "the server or a proxy in between sent it broken."),
 ], ids=["gzip-401", "message-a-string", "binary", "not-gzip"])
-def test_what_cannot_be_read_is_one_line_and_exit_1(install, project, item, line):
+def test_what_cannot_be_read_is_one_line_and_exit_1(agent_home, project, item, line):
     with FakeEndpoint([item]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "hi")
+        done = agent_here(agent_home, project, endpoint, "-p", "hi")
     url = endpoint.url + "/chat/completions"
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.splitlines()[1:] == [f"plainagent: {line.format(url=url)}"]
 
 
-def test_editing_a_regex_holding_think_tags_in_a_crlf_file_over_gzip_writes_the_intended_bytes(install, project):
+def test_editing_a_regex_holding_think_tags_in_a_crlf_file_over_gzip_writes_the_intended_bytes(agent_home, project):
     """The issue's own scenario: reasoning first, then an edit whose arguments hold <think> and </think>."""
     (project / "strip.py").write_bytes(b'import re\r\nTHINK = re.compile(r"<thinking>.*?</thinking>")\r\n')
     old = 'r"<thinking>.*?</thinking>"'
@@ -82,7 +90,7 @@ def test_editing_a_regex_holding_think_tags_in_a_crlf_file_over_gzip_writes_the_
         {"body": completion("The pattern now matches <think> blocks."), "encoding": "gzip"},
     ]
     with FakeEndpoint(script) as endpoint:
-        done = agent(install, project, endpoint, "-p", "match <think> blocks", "--yes")
+        done = agent_here(agent_home, project, endpoint, "-p", "match <think> blocks", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The pattern now matches <think> blocks.\n"
     assert (project / "strip.py").read_bytes() == (

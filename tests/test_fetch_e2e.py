@@ -1,16 +1,16 @@
-"""web_fetch end to end: `python agent.py` fetching from a local web site on a real socket, as a user runs it.
+"""web_fetch end to end: the agent fetching from a local web site on a real socket, as a user runs it: at a
+terminal `python agent.py` itself, without one its main() in this process (in_process.py).
 
 The site is reached as http://localhost:PORT, a name the user did not list, so the question is asked; its
 addresses (127.0.0.1, and ::1 where localhost has it) are in PLAINAGENT_FETCH_ALLOW, so the address check lets
 it through, as it would a user's own dev server."""
 
-import os
-import subprocess
 import sys
 
 import pytest
 from fake_endpoint import FakeEndpoint
 from frames import read_message
+from in_process import run_agent
 from test_e2e_terminal import Screen
 from test_fetch import WebSite
 
@@ -57,19 +57,18 @@ def test_ask_mode_shows_the_whole_url_and_always_means_that_host(install, projec
     assert "fetch() became get()." in screen.text
 
 
-def run(install, project, endpoint, *argv, env=()):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
-    environ.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, **dict(env)})
-    return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=environ,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+def run(home, project, endpoint, *argv, env=()):
+    """The agent, its main() run in this process (in_process.py), its stdin empty."""
+    environ = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, **dict(env)}
+    return run_agent(home, project, list(argv), environ)
 
 
-def test_yes_mode_fetches_without_a_question_and_sends_nothing_of_the_users(install, project):
-    (install / ".env").write_text(ALLOW)
+def test_yes_mode_fetches_without_a_question_and_sends_nothing_of_the_users(agent_home, project):
+    (agent_home / ".env").write_text(ALLOW)
     with WebSite({"/changelog": CHANGELOG}) as site:
         url = f"http://localhost:{site.port}/changelog"
         with FakeEndpoint([call(url), "Done."]) as endpoint:
-            done = run(install, project, endpoint, "-p", "read the changelog", "--yes")
+            done = run(agent_home, project, endpoint, "-p", "read the changelog", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Done.\n" and "Allow" not in done.stderr
     assert f"→ web_fetch(url=\"{url}\")\n  ok: {url} (200 OK" in done.stderr
@@ -80,26 +79,26 @@ def test_yes_mode_fetches_without_a_question_and_sends_nothing_of_the_users(inst
     assert "\nweb_fetch(url: str, offset: int = 0)\n" in endpoint.received[0].body["messages"][0]["content"]
 
 
-def test_ask_mode_without_a_terminal_fetches_nothing(install, project):
-    (install / ".env").write_text(ALLOW)
+def test_ask_mode_without_a_terminal_fetches_nothing(agent_home, project):
+    (agent_home / ".env").write_text(ALLOW)
     with WebSite({"/changelog": CHANGELOG}) as site:
         with FakeEndpoint([call(f"http://localhost:{site.port}/changelog"), "Could not read it."]) as endpoint:
-            done = run(install, project, endpoint, "-p", "read the changelog")
+            done = run(agent_home, project, endpoint, "-p", "read the changelog")
     assert done.returncode == 3 and site.received == []  # 3: not done as asked
     assert results(endpoint, 1)[0]["output"].startswith("Not approved: fetch from localhost. Nobody can be asked")
 
 
-def test_a_private_address_is_refused_in_yes_mode(install, project):
+def test_a_private_address_is_refused_in_yes_mode(agent_home, project):
     with FakeEndpoint([call("http://127.0.0.2:8/admin"), "Refused."]) as endpoint:
-        done = run(install, project, endpoint, "-p", "read it", "--yes")
+        done = run(agent_home, project, endpoint, "-p", "read it", "--yes")
     assert done.returncode == 0
     assert results(endpoint, 1)[0]["output"].startswith("127.0.0.2 is a loopback address (this machine): web_fetch "
                                                         "does not reach into the user's network or this machine.")
 
 
-def test_fetch_off_leaves_it_out_of_the_prompt(install, project):
+def test_fetch_off_leaves_it_out_of_the_prompt(agent_home, project):
     with FakeEndpoint([call("https://example.org/"), "Hi."]) as endpoint:
-        done = run(install, project, endpoint, "-p", "hi", "--yes", env={"PLAINAGENT_FETCH": "off"})
+        done = run(agent_home, project, endpoint, "-p", "hi", "--yes", env={"PLAINAGENT_FETCH": "off"})
     assert done.returncode == 0
     assert "web_fetch" not in endpoint.received[0].body["messages"][0]["content"]
     assert results(endpoint, 1)[0]["output"] == FETCH_OFF

@@ -67,6 +67,24 @@ def test_a_command_ends_with_its_own_status(ws, line, status):
     assert command(ws, line) == status
 
 
+def test_a_commands_output_is_bounded_while_it_runs(ws):
+    """`yes` writes without end: only the head and tail are kept, and the timeout still ends it. (run_shell, whose
+    timeout can be shorter than run_command's least, 1 s: the model's timeout reaches it in test_windows.py.)"""
+    output = shell.run_shell(ws, "yes", timeout=0.2)
+    assert output.startswith("killed after 0.2 s (timeout); the output so far:\ny\ny\n")
+    assert len(output) < shell.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in output
+
+
+def test_a_timeout_kills_the_whole_process_group(ws):
+    """The command's own children go too, not only the shell: a server it started does not run on."""
+    started = time.monotonic()
+    output = shell.run_shell(ws, "echo started; (sleep 30; touch late.txt) & echo $!; sleep 30", timeout=0.2)
+    assert time.monotonic() - started < 10
+    head, pid = output.rsplit("\n", 2)[:2]
+    assert head == "killed after 0.2 s (timeout); the output so far:\nstarted"
+    assert wait_for(lambda: not alive(int(pid))), "the command's background child outlived the timeout"
+
+
 @pytest.mark.skipif(not POSIX, reason="the tether is POSIX's")
 def test_a_command_leaves_no_process_of_the_tether_behind(ws):
     """The tether is the shell's parent and ends with it: nothing of it lingers, not even a zombie."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tools
-from harness.sandbox import beneath, files, search, shell
+from harness.sandbox import beneath, files, search
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
@@ -922,13 +922,13 @@ def test_search_files_on_a_named_binary_file_says_so(ws):
 
 def test_a_pattern_that_backtracks_for_ever_is_stopped_at_the_time_limit(ws, monkeypatch):
     """`(a+)+$` on a's then b takes 2^n steps inside one re call: only a signal can stop it."""
-    monkeypatch.setattr(tools, "SEARCH_MAX_SECONDS", 0.3)
+    monkeypatch.setattr(tools, "SEARCH_MAX_SECONDS", 0.1)
     write(ws, "a.txt", b"found (a+)\n")
     write(ws, "b.txt", b"a" * 60 + b"b\n")
     started = time.monotonic()
     output = run(ws, "search_files", pattern="(a+)+$|found").output
     assert time.monotonic() - started < 3
-    assert output == ("a.txt:1: found (a+)\n(search stopped at its 0.3 s limit in b.txt, 1 files searched before it: "
+    assert output == ("a.txt:1: found (a+)\n(search stopped at its 0.1 s limit in b.txt, 1 files searched before it: "
                       "a pattern with nested repeats such as (a+)+ can run for ever on a long line, and a big tree "
                       "takes long; simplify the pattern, or narrow path or glob)")
 
@@ -984,22 +984,6 @@ def test_run_command_cuts_long_output_to_head_and_tail(ws):
     result = run(ws, "run_command", command=f"{sys.executable} -c \"print('a' * 30000 + 'END')\"")
     assert result.output.startswith("aaaa") and result.output.endswith("aEND")
     assert "[... 10,004 bytes dropped ...]" in result.output
-
-
-def test_run_command_output_is_bounded_while_it_runs(ws):
-    """`yes` writes without end: only the head and tail are kept, and the timeout still ends it."""
-    result = run(ws, "run_command", command="yes", timeout=1)
-    assert result.output.startswith("killed after 1 s (timeout); the output so far:\ny\ny\n")
-    assert len(result.output) < shell.OUTPUT_MAX_BYTES + 200 and "bytes dropped" in result.output
-
-
-def test_run_command_timeout_kills_the_whole_process_group(ws):
-    started = time.monotonic()
-    result = run(ws, "run_command", command="echo started; (sleep 30; touch late.txt) & sleep 30", timeout=1)
-    assert time.monotonic() - started < 10
-    assert result.output == "killed after 1 s (timeout); the output so far:\nstarted"
-    time.sleep(0.2)
-    assert not (ws.root / "late.txt").exists()
 
 
 def test_run_command_has_no_stdin(ws):

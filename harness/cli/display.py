@@ -215,9 +215,10 @@ def make_room() -> None:
 class Spinner:
     """A spinner with the seconds waited, on its own line of stderr, until the reply's first byte."""
 
-    def __init__(self, output: TextIO, interval: float = 0.1):
+    def __init__(self, output: TextIO, interval: float = 0.1, delay: float = 0.3):
         self.output = output
         self.interval = interval
+        self.delay = delay  # before the first frame: no flicker for a quick answer
         self.thread: threading.Thread | None = None
         self.stopped = threading.Event()
         encoding = (getattr(output, "encoding", None) or "").lower().replace("-", "")
@@ -231,7 +232,7 @@ class Spinner:
 
     def spin(self) -> None:
         started, n_frames = time.monotonic(), 0
-        while not self.stopped.wait(self.interval if n_frames else 0.3):  # no flicker for a quick answer
+        while not self.stopped.wait(self.interval if n_frames else self.delay):
             frame = self.frames[n_frames % len(self.frames)]
             self.output.write(f"\r{frame} {time.monotonic() - started:.0f} s")
             self.output.flush()
