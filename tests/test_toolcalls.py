@@ -124,6 +124,9 @@ ANSWERS = [  # real answers, with protocol-like words in them: no call, no note,
     "Strip the closing tag with `text.split('</think>')[1]`.",
     "The results come back as tool_result lines, one per call.",
     "The CRLF file now ends with\r\nUser: admin\r\n",
+    "The function that reads is\n`read_file(path)`",  # in backticks: shown, not called
+    "```python\nfrom tools import read_file\nread_file(ws, \"a.py\")\n```",  # a line of a longer code sample
+    "read_file(path) returns the text; list_files() the names.",
 ]
 
 
@@ -223,6 +226,12 @@ NEAR_CALLS = [  # (id, reply, the problem's start, the correct call it shows, or
      "tool: list_files({})"),
     ("the tool as the key", '{"read_file": {"path": "a.py"}}', "That is a call to read_file written as JSON",
      'tool: read_file({"path": "a.py"})'),
+    ("Python keywords", 'Let me look.\nread_file(path="conf.py")', 'The line `read_file(path="conf.py")` calls '
+     "read_file as code, so it was not run", 'tool: read_file({"path": "conf.py"})'),
+    ("Python, no arguments", "list_files()", "The line `list_files()` calls list_files as code", "tool: list_files({})"),
+    ("Python, positional", 'run_command("ls")', 'The line `run_command("ls")` calls run_command as code', None),
+    ("Python, not even Python", "read_file(conf.py)", "The line `read_file(conf.py)` calls read_file as code", None),
+    ("Python, alone in a fence", '```python\nread_file("conf.py")\n```', 'The line `read_file("conf.py")` calls', None),
 ]
 
 
@@ -403,7 +412,8 @@ PATHOLOGICAL = [  # (id, reply, the calls read) — each of these once took seco
     ("a horizontal rule of spaced stars", "* " * 24 + "x", []),
     ("a 5000-digit number", 'tool: read_file({"n": ' + "9" * 5000 + "})", ["bad"]),
     ("brackets 5000 deep", "tool: read_file(" + "[" * 5000 + ")", ["bad"]),
-    ("a bare call holding a 5000-digit number", 'read_file({"n": ' + "9" * 5000 + "})", []),
+    ("a bare call holding a 5000-digit number", 'read_file({"n": ' + "9" * 5000 + "})", ["bad"]),  # code calling it
+    ("five thousand code lines calling read_file in a fence", "```\n" + "read_file(x)\n" * 5000 + "```", []),
     ("five thousand lines of code calling read_file", 'read_file({"path": \n' * 5000, []),
     ("five thousand lines starting like a call", 'tool: read_file {"path": \n' * 5000, ["bad"] * 10),
     ("five thousand JSON lines", '{"tool": "x", "args": {"a": [' * 5000, []),

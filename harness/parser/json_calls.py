@@ -7,10 +7,15 @@ Helpers of the parser (toolcalls.py). Models trained on function calling write `
 Printed as the final answer, such a reply ends the task with nothing done and exit code 0, and the model is
 never told. Only a value that names a known tool and carries its arguments counts: a tool's schema (a name and
 a description) or an answer quoting an API's JSON mid-sentence is prose.
+
+And a call written as Python, a line that is nothing but `read_file(path="conf.py")` or `run_command("ls")` for
+a known tool (alone in a code fence too): models that call functions in code write that, and it is no answer.
 """
 
 from __future__ import annotations
 
+import ast
+import bisect
 import json
 import re
 from collections.abc import Iterable
@@ -23,6 +28,9 @@ ARGUMENT_KEYS = ("arguments", "parameters", "args", "input", "tool_input", "acti
 # The same formats as tags or inline, which no JSON value at a line's start shows: Qwen's `<function=NAME>`,
 # `<tool_call>{"name": ..., "arguments": ...}</tool_call>` on one line.
 JSON_STYLE = re.compile(r'^[ \t]*<function=(\w+)>|"name"\s*:\s*"(\w+)"\s*,\s*"(?:arguments|parameters)"', re.MULTILINE)
+# A line that is one function call and nothing else, outside a fence or alone in one: (fence or "", name, arguments).
+PYTHON_STYLE = re.compile(r"^[ \t]*(```[\w+-]*[ \t]*\n[ \t]*)?(\w+)\((.*)\)[ \t;]*$(?(1)\n[ \t]*```[ \t]*$)",
+                          re.MULTILINE)
 MAX_VALUES = 20  # JSON values read per reply: a reply of JSON lines costs no more than this
 MAX_ITEMS = 10  # items of a list looked into
 LONGEST_EXAMPLE = 300  # characters of a corrected call shown back; longer arguments are not copied
@@ -99,3 +107,26 @@ def corrected(name: str, args: dict) -> str:
     """The call as it should have been written, or its shape when the arguments are too long to copy back."""
     call = f"tool: {name}({json.dumps(args, ensure_ascii=False)})"
     return call if len(call) <= LONGEST_EXAMPLE else f"tool: {name}({{...}}), the same JSON object in the parentheses"
+
+
+def python_call(text: str, tool_names: list[str]) -> tuple[str, str] | None:
+    """(the problem, for the model, and the tool) of the first line that calls a known tool as Python does, with
+    the `tool:` line to write: converted where its arguments are keywords with plain values."""
+    fences = [fence.start() for fence in re.finditer(r"^[ \t]*```", text, re.MULTILINE)]
+    for found in PYTHON_STYLE.finditer(text):
+        name, inside = found.group(2), found.group(3)
+        if name not in tool_names or (not found.group(1) and bisect.bisect(fences, found.start()) % 2):
+            continue  # a line of a longer code sample (after an odd number of fence lines) is code, not a call
+        try:
+            call = ast.parse(f"f({inside})", mode="eval").body
+            args = {keyword.arg: ast.literal_eval(keyword.value) for keyword in call.keywords}
+            # keywords with plain values only; `**options` has no name (None)
+            example = corrected(name, args) if not call.args and None not in args else None
+        except (SyntaxError, ValueError, RecursionError):
+            example = None
+        line = found.group(0).strip().splitlines()[-2 if found.group(1) else 0].strip()
+        problem = (f"The line `{line[:100]}` calls {name} as code, so it was not run (text meant as code goes in "
+                   "backticks): a call is `tool:`, the tool's name and its arguments as one JSON object in parentheses")
+        return (f"{problem}; written as one: {example}" if example else f"{problem}, like tool: {name}({{...}}).", name)
+    return None
+

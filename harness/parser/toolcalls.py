@@ -24,7 +24,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from harness.parser.arguments import Unreadable, matching_paren, read_arguments, skip_space
-from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_object
+from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_object, python_call
 
 # Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
 # The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
@@ -390,7 +390,7 @@ def unplaced_call(text: str, mentions: list[str], tool_names: list[str]) -> BadC
     if mentions:
         return BadCall(f"A tool call must start its own line; it was found in the middle of a line: {mentions[0]!r}.")
     starts = (LINE_PREFIX.match(text, start).end() for start in line_starts(text))
-    if found := json_call(text, starts, tool_names):
+    if found := json_call(text, starts, tool_names) or python_call(text, tool_names):
         return BadCall(*found)
     if any(name in tool_names for found in JSON_STYLE.finditer(text) for name in found.groups() if name):
         return BadCall("That looks like a JSON or XML function call; this program only reads `tool:` lines.")
