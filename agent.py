@@ -209,7 +209,7 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     shown as it streams and kept inside the window (it fits the history before each request)."""
     permissions = permissions or Permissions(config.mode, fetch=config.fetch)
     tools = Toolbox(workspace, permissions, log=log)
-    history = Context([], config.context_tokens, transcript=transcript, log=log)
+    history = Context([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret)
     model = Model(client, display, history, tokens)
     history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
     history.add("system", prompt.render_system_prompt(permissions.tools(TOOLS), instructions))  # the mode's tools

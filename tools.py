@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
+from harness.cli.terminal import count
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
@@ -147,14 +148,14 @@ def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None 
                 n_files += 1
     except TimeLimitHit:
         where = f"in {name}" if name else "while finding the files"
-        notes.append(f"(search stopped at its {SEARCH_MAX_SECONDS} s limit {where}, {n_files} files searched "
+        notes.append(f"(search stopped at its {SEARCH_MAX_SECONDS} s limit {where}, {count(n_files, 'file')} searched "
                      "before it: a pattern with nested repeats such as (a+)+ can run for ever on a long line, and "
                      "a big tree takes long; simplify the pattern, or narrow path or glob)")
     if skipped:
         notes.append("(not searched: " + "; ".join(skipped[:10])
                      + (f"; and {len(skipped) - 10} more" if len(skipped) > 10 else "") + ")")
     if not matches:
-        return "\n".join([f"No matches for {pattern!r} in {path} ({n_files} files searched)."] + notes)
+        return "\n".join([f"No matches for {pattern!r} in {path} ({count(n_files, 'file')} searched)."] + notes)
     return "\n".join([capped(matches, SEARCH_MAX_MATCHES, "matches (narrow the pattern, path or glob)")] + notes)
 
 
@@ -222,9 +223,11 @@ class Toolbox:
         if isinstance(call, BadCall):
             refusal = format_error(call.problem)
         refusal = refusal or check_args(call.name, call.args) or self.permissions.refusal(call.name)
-        if refusal is not None:
+        if refusal is not None:  # it may quote the model's line, and that may hold the key: blanked like any result
+            refusal = self.workspace.redact(refusal)
             first = refusal.splitlines()[0]  # an argument's problem names the tool already: say it once
-            self.log(f"✗ {first}" if first.startswith(call.name) else f"✗ {call.name}: {first}")
+            named = first.startswith(call.name) or call.name == "?"  # "?": a call whose tool could not be read
+            self.log(f"✗ {first}" if named else f"✗ {call.name}: {first}")
             return CallResult(call.name, call.args, False, refusal)
         self.log(f"→ {call.name}({describe_args(call.args)})")
         result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)

@@ -3,6 +3,7 @@
 import argparse
 import copy
 import io
+import json
 import re
 
 import pytest
@@ -306,6 +307,14 @@ def test_only_a_command_is_logged_as_failed_and_only_when_it_failed(tmp_path, ca
     session.run("go")
     err = capsys.readouterr().err.splitlines()
     assert "  ok: exit code 1: a line of a file" in err and "  ok: exit code 0: (+1 line)" in err
+
+
+def test_a_refused_call_quoting_the_key_does_not_show_it_to_the_model(tmp_path):
+    key = "sk-test-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123"
+    model = ScriptedModel(f'tool: run_command {{"command": "echo {key}"}}', "ok")
+    session = build_session(Config(model="m"), model, Workspace(tmp_path, secret=key))
+    session.run("go")
+    assert key not in json.dumps(model.seen[-1]) and "[REDACTED]" in model.seen[-1][-1]["content"]
 
 
 def test_a_bad_argument_is_logged_with_the_tool_named_once(tmp_path, capsys):

@@ -222,9 +222,9 @@ def test_search_files_is_no_oracle_for_the_key(ws):
     ws.secret = LONG_KEY
     write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\n'.encode())
     assert run(ws, "search_files", pattern='API_KEY = "sk-proj-A').output == (
-        "No matches for 'API_KEY = \"sk-proj-A' in . (1 files searched).")
+        "No matches for 'API_KEY = \"sk-proj-A' in . (1 file searched).")
     assert run(ws, "search_files", pattern='API_KEY = "sk-proj-B').output == (
-        "No matches for 'API_KEY = \"sk-proj-B' in . (1 files searched).")
+        "No matches for 'API_KEY = \"sk-proj-B' in . (1 file searched).")
     assert run(ws, "search_files", pattern=r"API_KEY = \S+").output == 'config.py:1: API_KEY = "[REDACTED]"'
 
 
@@ -296,7 +296,7 @@ def test_the_agent_never_lists_searches_or_reads_its_own_state(home):
         f"alias.txt  {own}", "config/", f"config/plainagent/  {own}", "notes.txt", f"session.jsonl  {own}",
         "state/", f"state/plainagent/  {own}"])
     assert run(home, "search_files", pattern="swordfish").output == (
-        f"No matches for 'swordfish' in . (1 files searched).\n(not searched: alias.txt {own}; "
+        f"No matches for 'swordfish' in . (1 file searched).\n(not searched: alias.txt {own}; "
         f"session.jsonl {own})")
     for path in ["state/plainagent/sessions/s.jsonl", "state/plainagent/history", "alias.txt", "session.jsonl",
                  "config/plainagent/AGENTS.md", "state/plainagent/../plainagent/history"]:
@@ -899,7 +899,7 @@ def test_search_files_invalid_pattern(ws):
 
 def test_search_files_no_match(ws):
     write(ws, "a.txt", b"x\n")
-    assert run(ws, "search_files", pattern="zzz").output == "No matches for 'zzz' in . (1 files searched)."
+    assert run(ws, "search_files", pattern="zzz").output == "No matches for 'zzz' in . (1 file searched)."
 
 
 def test_search_files_says_which_big_files_it_skipped(ws, monkeypatch):
@@ -928,7 +928,7 @@ def test_a_pattern_that_backtracks_for_ever_is_stopped_at_the_time_limit(ws, mon
     started = time.monotonic()
     output = run(ws, "search_files", pattern="(a+)+$|found").output
     assert time.monotonic() - started < 3
-    assert output == ("a.txt:1: found (a+)\n(search stopped at its 0.1 s limit in b.txt, 1 files searched before it: "
+    assert output == ("a.txt:1: found (a+)\n(search stopped at its 0.1 s limit in b.txt, 1 file searched before it: "
                       "a pattern with nested repeats such as (a+)+ can run for ever on a long line, and a big tree "
                       "takes long; simplify the pattern, or narrow path or glob)")
 

@@ -116,7 +116,8 @@ def test_an_invented_result_without_a_call_is_not_said_to_follow_tool_calls():
 
 
 @pytest.mark.parametrize("line", ["/tmp is full, what can I delete?", "/etc has a broken hosts file; fix it",
-                                  "/usr/bin/python fails", "/tmp"])
+                                  "/usr/bin/python fails", "/tmp",
+                                  "/help me read this:\n  File \"a.py\", line 3"])  # a pasted block is a task
 def test_a_task_that_starts_with_a_path_that_exists_is_a_task(line):
     assert not is_command(line)
 

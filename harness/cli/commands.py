@@ -94,8 +94,9 @@ class LeaveSession(Exception):
 def is_command(line: str) -> bool:
     """A slash and a word, alone or with an argument: "/undo", "/model gpt-4o". A task may start with a path:
     "/usr/bin/python fails" is one, and so is "/tmp is full, what can I delete?" (a word that is no command and
-    names a folder or file here). Any other slash word is a mistyped command: "/hlep" is answered, not sent."""
-    match = re.fullmatch(r"/([A-Za-z]+)(\s.*)?", line, re.DOTALL)
+    names a folder or file here), and so is a block of several lines. Any other slash word is a mistyped command:
+    "/hlep" is answered, not sent."""
+    match = re.fullmatch(r"/([A-Za-z]+)([ \t].*)?", line)  # one line: a pasted block that starts with "/help" is a task
     if match is None:
         return False
     return match[1].lower() in COMMANDS or not os.path.lexists("/" + match[1])

@@ -45,6 +45,7 @@ from harness.history.transcript import Transcript
 from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import CallResult, opens_call
 from harness.sandbox.documents import split_lines
+from harness.sandbox.redaction import is_secret_key, redact
 from prompt import render_result, render_results
 
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
@@ -72,8 +73,10 @@ class Context:
     """
 
     def __init__(self, messages: list[dict], tokens: int, summarize_with: Callable[[list[dict]], Reply] | None = None,
-                 transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None):
+                 transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None,
+                 secret: str = ""):
         self.messages = messages
+        self.secret = secret  # the API key: blanked from every message added, as from every result
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
         self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
@@ -85,6 +88,8 @@ class Context:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
         if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
             self.outputs.clear()
+        if is_secret_key(self.secret):  # a pasted task or the model's own words: sent on as a resume reads them back
+            content = redact(content, self.secret)
         self.messages.append({"role": role, "content": content})
         self.transcript.write("message", message=self.messages[-1], **record)
 

@@ -172,10 +172,10 @@ class Client:
                 if last_try or not hiccup:
                     raise ChatError(describe_connection_error(error, self.url)) from None
                 delay = self._backoff(attempt)
-                reason = "the reply's stream ended before the reply did" if isinstance(error, CutStream) \
-                    else "connection broke"
+                reason = f"the stream from {self.url} ended before the reply did" if isinstance(error, CutStream) \
+                    else f"connection broke talking to {self.url}"
                 discarded = "; the reply shown so far is discarded" if body.get("stream") else ""
-                self.log(f"{reason} talking to {self.url}{discarded}; retrying in {delay:.1f} s")
+                self.log(f"{reason}{discarded}; retrying in {delay:.1f} s")
             except requests.RequestException as error:  # a malformed URL and the like: retrying cannot help
                 raise ChatError(f"Request to {self.url} failed: {one_line(str(error))}") from None
             else:

@@ -16,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+from harness.cli.terminal import count
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
 from harness.sandbox.edits import (
     check_python_edit,
@@ -125,7 +126,7 @@ def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool
     data = content.encode("utf-8")
     ws.write(full, data, before=None)  # never over a file created meanwhile
     n_lines = len(split_lines(content))
-    return f"Created {named(ws, path, full)} ({n_lines:,} line{'s' * (n_lines != 1)}, {len(data):,} bytes)."
+    return f"Created {named(ws, path, full)} ({count(n_lines, 'line')}, {count(len(data), 'byte')})."
 
 
 def named(ws: Workspace, path: str, full: Path) -> str:
