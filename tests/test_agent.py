@@ -194,8 +194,10 @@ def test_missing_model_names_the_variable_and_the_users_own_file(tmp_path):
 @pytest.mark.parametrize("base_url, needs_key", [
     ("https://api.openai.com/v1", True), ("https://taotoken.net/api/v1", True),
     ("http://localhost:11434/v1", False), ("http://127.0.0.1:1234/v1", False), ("http://[::1]:8000/v1", False),
+    ("https://me:secret@llm.example.com/v1", False),  # credentials in the URL go in place of the key
+    ("https://llm.example.com/v1?api-key=abc", False),
 ])
-def test_a_key_is_required_except_for_local_servers(tmp_path, base_url, needs_key):
+def test_a_key_is_required_except_for_local_servers_and_urls_with_credentials(tmp_path, base_url, needs_key):
     environ = {"OPENAI_MODEL": "m", "OPENAI_BASE_URL": base_url}
     if needs_key:
         with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):

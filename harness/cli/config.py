@@ -232,7 +232,8 @@ def check_config(config: Config) -> None:
     url_problem(config.base_url)
     if PLACEHOLDER_KEY.fullmatch(config.api_key) and is_local(config.base_url):
         config.api_key = ""  # a local server needs none; the example's line was simply left in
-    if not config.api_key and not is_local(config.base_url):
+    # Credentials in the base URL (user:pass@, ?key=) go in place of the key: nothing more is needed.
+    if not config.api_key and not is_local(config.base_url) and shown_url(config.base_url) == config.base_url:
         unused = (f" ({config.unused_key} sets one, but a project's .env sets the key only together with its own "
                   "OPENAI_BASE_URL, and only once you allow it)") if config.unused_key else ""
         raise ConfigError(f"OPENAI_API_KEY is not set for {shown_url(config.base_url)}: {where}{unused}.")
