@@ -51,6 +51,6 @@ def test_credentials_echoed_in_any_text_are_hidden():
 
 def test_a_config_error_does_not_print_the_password_in_the_base_url(tmp_path):
     with pytest.raises(config.ConfigError) as raised:
-        config.load_config(parse_args([]), {"OPENAI_BASE_URL": "https://me:hunter2pass@proxy.example.com/v1",
+        config.load_config(parse_args([]), {"OPENAI_BASE_URL": "ftp://me:hunter2pass@proxy.example.com/v1",
                                             "OPENAI_MODEL": "m"}, tmp_path, tmp_path)
-    assert "hunter2pass" not in str(raised.value) and "https://[REDACTED]@proxy.example.com/v1" in str(raised.value)
+    assert "hunter2pass" not in str(raised.value) and "ftp://[REDACTED]@proxy.example.com/v1" in str(raised.value)
