@@ -26,7 +26,7 @@ def whole(tool_calls, content=None) -> dict:
 
 
 @responses.activate
-@pytest.mark.parametrize("tool_calls, names", zip(SHAPES, NAMES))
+@pytest.mark.parametrize("tool_calls, names", list(zip(SHAPES, NAMES)))
 def test_any_shape_of_native_tool_calls_in_a_whole_reply_is_read(tool_calls, names):
     responses.post(URL, json=whole(tool_calls))
     reply = Client(BASE, "", "m").chat([{"role": "user", "content": "hi"}])
