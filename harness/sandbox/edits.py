@@ -77,16 +77,15 @@ def replace_once(text: str, old: str, new: str, path: str) -> tuple[str, str, in
 
 
 def replace_every(text: str, old: str, new: str, path: str) -> tuple[str, list[int]]:
-    """edit_file with replace_all: every exact, non-overlapping place `old` matches (as str.replace finds them),
-    replaced; returns the new text and the line each replacement starts on in it. Exact only: a whitespace rule
-    that guessed once would guess at every place."""
+    """edit_file with replace_all: every exact place `old` matches, without overlaps as str.replace finds them,
+    replaced (a whitespace rule that guessed once would guess at every place); the new text, and the line each
+    replacement starts on in it."""
     if old not in text:
         raise EditRefused(not_found_message(text, old, new, path))
     pieces = text.split(old)
     lines, line = [], 1
-    for piece in pieces[:-1]:  # each replacement starts where its piece ends; count the lines as the new text has them
-        line += piece.count("\n")
-        lines.append(line)
+    for piece in pieces[:-1]:  # each replacement starts where its piece ends, in the new text's lines
+        lines.append(line := line + piece.count("\n"))
         line += new.count("\n")
     return new.join(pieces), lines
 
@@ -268,28 +267,28 @@ def describe_change(before: str, asked: str, after: str, first: int, last: int, 
         first, last = min(first, n_lines), min(last, n_lines)
         lines = f"line {first}" if first == last else f"lines {first}-{last}"
         report = [f" at {lines}." if exact else f" ({rule}); {lines} now read:"]
-    if not exact:
-        report.append(numbered_excerpt(after, first, last))
-    if before.endswith("\n") != after.endswith("\n"):
-        report.append("(The file now ends with a newline.)" if after.endswith("\n")
-                      else "(The file no longer ends with a newline.)")
-    elif asked != after and not after.endswith("\n"):
-        report.append("(The file still has no newline at its end, as before: to add one, send an edit that "
-                      "changes only that.)")
-    return "\n".join(report)
+    return "\n".join(report + ([numbered_excerpt(after, first, last)] if not exact else []) +
+                     final_newline(before, asked, after))
 
 
-def describe_every(before: str, after: str, lines: list[int]) -> str:
-    """What a replace_all edit left, to follow "Edited PATH": the lines its places start on now, and a final
-    newline it added or removed."""
+def describe_every(before: str, asked: str, after: str, lines: list[int]) -> str:
+    """What a replace_all edit left, to follow "Edited PATH": the lines its places start on now."""
     numbers = sorted(set(lines))  # "aa" twice in "aaaa" is two places on one line
     shown = ", ".join(map(str, numbers[:20])) + (f" and {len(numbers) - 20:,} more" if len(numbers) > 20 else "")
     where = f"line {shown}" if len(numbers) == 1 else f"lines {shown}"
     report = [f" at {where}." if len(lines) == 1 else f" at {len(lines):,} places, {where}."]
+    return "\n".join(report + final_newline(before, asked, after))
+
+
+def final_newline(before: str, asked: str, after: str) -> list[str]:
+    """What an edit did to the file's final newline, which no excerpt can show."""
     if before.endswith("\n") != after.endswith("\n"):
-        report.append("(The file now ends with a newline.)" if after.endswith("\n")
-                      else "(The file no longer ends with a newline.)")
-    return "\n".join(report)
+        return ["(The file now ends with a newline.)" if after.endswith("\n") else "(The file no longer ends with a "
+                "newline.)"]
+    if asked != after and not after.endswith("\n"):
+        return ["(The file still has no newline at its end, as before: to add one, send an edit that changes only "
+                "that.)"]
+    return []
 
 
 def unified_diff(before: str, after: str, path: str) -> str:

@@ -113,7 +113,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     shown = named(ws, path, full) + other_names(info)
     ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
-    change = (describe_every(document.text, text, places) if replace_all
+    change = (describe_every(document.text, asked, text, places) if replace_all
               else describe_change(document.text, asked, text, first, last, rule))
     return f"Edited {shown}{change}{warning}"
 
