@@ -3,6 +3,8 @@ that asks nothing, a history that is a plain list — finishes a real task again
 socket. This is the path the README's tour walks; everything in harness/ is armour around it."""
 
 import inspect
+import re
+from pathlib import Path
 
 from fake_endpoint import FakeEndpoint
 from frames import read_results
@@ -53,3 +55,14 @@ def test_the_loop_is_short_and_talks_to_the_four_seams_only():
     assert len(source.splitlines()) <= 60
     for armour in ("session", "context", "transcript", "budget", "display", "permissions", "workspace", "log("):
         assert armour not in source
+
+
+def test_the_card_stays_a_card_and_no_module_grows_past_what_a_reader_takes_in():
+    """agent.py at most 300 lines, every module at most 400, and the armour never reaching back into the card."""
+    root = Path(agent.__file__).parent
+    assert len((root / "agent.py").read_text(encoding="utf-8").splitlines()) <= 300
+    for module in [root / "agent.py", root / "tools.py", root / "prompt.py", *sorted((root / "harness").rglob("*.py"))]:
+        source = module.read_text(encoding="utf-8")
+        assert len(source.splitlines()) <= 400, module
+        if "harness" in module.parts:
+            assert not re.search(r"^\s*(from|import) (agent|tools)\b", source, re.MULTILINE), module
