@@ -489,7 +489,7 @@ def test_a_cut_output_keeps_its_head_and_its_tail_and_states_its_real_size():
     output = "".join(f"test {n:03d} passed\n" for n in range(1, 201)) + "FAILED test_x: boom\n1 failed, 199 passed\n"
     fitted = fit_outputs([output], 1000)[0]
     assert fitted == ("".join(f"test {n:03d} passed\n" for n in range(1, 22))
-                      + "(Cut here to fit the context budget: the output has 202 lines, 3,241 bytes; the 2,560 bytes "
+                      + "(Cut here to fit the context budget: this result has 202 lines, 3,241 bytes; the 2,560 bytes "
                         "between here and its last lines are not shown. Ask for less at a time: read_file with offset "
                         "and limit, a narrower search, a command with less output.)\n"
                       + "".join(f"test {n:03d} passed\n" for n in range(182, 201))

@@ -59,7 +59,7 @@ def test_a_stub_counts_its_lines_in_words_that_agree(lines, said):
 def test_the_cut_note_of_a_single_line_says_one_line():
     shown = cut("x" * 5000, 1000)  # one long line: a minified file, a log without line breaks
     assert shown[shown.index("(Cut here"):].startswith(
-        "(Cut here to fit the context budget: the output has 1 line, 5,000 bytes;")
+        "(Cut here to fit the context budget: this result has 1 line, 5,000 bytes;")
 
 
 @pytest.mark.parametrize("output, line", [("a\nb", "a (+1 line)"), ("a\nb\nc", "a (+2 lines)"), ("a", "a")])

@@ -56,7 +56,7 @@ SUMMARY_SHARE = 0.1  # ...and no more than this share of the budget, or a small 
 MIN_CUT = 500  # bytes: a cut output smaller than this is not worth keeping; it becomes a stub
 TOO_LONG_NOTE = ("It is too long for the context window: ask for less at a time (read_file with offset and limit, a "
                  "narrower search, a command with less output).")
-CUT_NOTE = ("(Cut here to fit the context budget: the output has {lines}, {total:,} bytes; the {size:,} "
+CUT_NOTE = ("(Cut here to fit the context budget: this result has {lines}, {total:,} bytes; the {size:,} "
             "bytes between here and its last lines are not shown. Ask for less at a time: read_file with offset and "
             "limit, a narrower search, a command with less output.)\n")
 
