@@ -6,6 +6,7 @@ reach (only 127.0.0.1 servers we start)."""
 import itertools
 import os
 import re
+import signal
 import socket
 import sys
 from pathlib import Path
@@ -18,6 +19,14 @@ NETWORK_VARIABLES = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "REQU
 sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 
 from fake_endpoint import install_program  # noqa: E402  (found through the path above)
+
+import agent  # noqa: E402
+from harness.cli import display, terminal  # noqa: E402
+
+# Started in the background by a script, this process ignores Ctrl-C, and so would every agent it starts (an
+# ignored signal stays ignored through exec): the Ctrl-C tests would test nothing. Python's own handler here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser):
@@ -39,8 +48,16 @@ def tmp_path(request, tmp_path_factory):
 tmp_numbers = itertools.count()
 
 
+@pytest.fixture(scope="session")
+def nothing_of_the_user(tmp_path_factory):
+    """An empty folder for agent.py to stand in, and an empty git configuration, shared by every test."""
+    folder = tmp_path_factory.mktemp("nothing-of-the-user")
+    (folder / "gitconfig").touch()
+    return folder
+
+
 @pytest.fixture(autouse=True)
-def isolated(monkeypatch, tmp_path):
+def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "PLAINAGENT_")) or name.upper() in NETWORK_VARIABLES:
             monkeypatch.delenv(name)
@@ -56,6 +73,14 @@ def isolated(monkeypatch, tmp_path):
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", local_only)
+    # main() reads the user's .env beside agent.py: in a checkout that is the developer's own, with a real key.
+    # A test that calls main() gets an empty folder there instead (in_process.py and `install` choose their own).
+    monkeypatch.setattr(agent, "__file__", str(nothing_of_the_user / "agent.py"))
+    monkeypatch.setattr(terminal, "secret", "")  # what main() sets for the screen goes with the test
+    monkeypatch.setattr(display, "active", None)
+    # git reads the developer's ~/.gitconfig (core.excludesFile) and /etc/gitconfig: never in a test.
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(nothing_of_the_user / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     return tmp_path
 
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -165,10 +166,33 @@ def wait_until_asleep(process, timeout: float = 15, poll: float = 0.001) -> None
     stat = Path(f"/proc/{process.pid}/task/{process.pid}/stat")
     if not stat.parent.is_dir():
         return
+    wchan = stat.parent / "wchan"  # where in the kernel it sleeps: on its input, not on a lock another thread holds
     deadline = time.monotonic() + timeout
-    while stat.read_text().rpartition(")")[2].split()[0] != "S":  # the field after the command's name
+    while stat.read_text().rpartition(")")[2].split()[0] != "S" or not waiting_for_input(wchan):
         assert time.monotonic() < deadline and process.poll() is None, "the program never waited for input"
         time.sleep(poll)
+
+
+def waiting_for_input(wchan: Path) -> bool:
+    """Whether a sleeping thread sleeps for something other than a lock (a futex: Python's GIL, which another
+    thread of the program holds for an instant, is one); True where the kernel does not say."""
+    try:
+        return "futex" not in wchan.read_text()
+    except OSError:
+        return True
+
+
+def read_or_fail(process, read, timeout: float = 20):
+    """`read()` from one of the process's pipes, or a failure (the process killed) if nothing comes in time: a
+    program that writes elsewhere than the test expects must fail the test, not hang it."""
+    got = []
+    reader = threading.Thread(target=lambda: got.append(read()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not got:
+        process.kill()
+        raise AssertionError(f"nothing came within {timeout} s")
+    return got[0]
 
 
 def start_repl(install, project, endpoint):
@@ -176,7 +200,7 @@ def start_repl(install, project, endpoint):
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, "PYTHONUNBUFFERED": "1"})
     process = subprocess.Popen([sys.executable, str(install / "agent.py")], cwd=project, env=env, text=True,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    banner = process.stderr.readline() + process.stderr.readline()
+    banner = read_or_fail(process, lambda: process.stderr.readline() + process.stderr.readline())
     assert "Type a task" in banner
     return process
 

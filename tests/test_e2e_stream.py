@@ -11,7 +11,7 @@ import sys
 import pytest
 from fake_endpoint import FakeEndpoint, llama_cpp_python, stream_events
 from frames import read_results
-from test_e2e import KEY, agent, agent_here
+from test_e2e import KEY, agent, agent_here, read_or_fail
 from test_e2e_terminal import Screen
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
@@ -86,8 +86,8 @@ def test_ctrl_c_mid_stream_in_one_shot_mode_exits_130(install, project):
         env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
         process = subprocess.Popen([sys.executable, str(install / "agent.py"), "-p", "talk"], cwd=project, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        process.stderr.readline()  # the header, naming the endpoint
-        first = process.stderr.read(5)  # the live text has begun
+        # The header, naming the endpoint; then the live text has begun.
+        first = read_or_fail(process, lambda: process.stderr.readline() and process.stderr.read(5))
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=10)
     assert first == "word " and process.returncode == 130 and out == ""

@@ -38,6 +38,15 @@ def refusal(ws, path, **kwargs):
     return refused.value
 
 
+def test_a_sibling_folder_whose_name_starts_like_the_workspace_is_outside_it(ws, tmp_path):
+    """/x/project-secrets is not inside /x/project, though its name starts with it (a string prefix test would say so)."""
+    (tmp_path / "project-secrets").mkdir()
+    (tmp_path / "project-secrets" / "notes.txt").write_bytes(b"secret\n")
+    os.symlink(tmp_path / "project-secrets", ws.root / "linked")
+    for path in ["../project-secrets/notes.txt", "linked/notes.txt"]:
+        assert refusal(ws, path).reason == "leads outside the workspace", path
+
+
 def test_a_link_is_judged_by_its_name_and_by_where_it_leads(ws, tmp_path):
     write(ws, ".env", b"DB_PASSWORD=hunter2\n")
     (tmp_path / "passwd").write_bytes(b"root:x:0:0\n")
