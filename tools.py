@@ -61,6 +61,7 @@ SEARCH_LINE_MAX_CHARS = 200  # a matching line is shown cut to this: a search sh
 SEARCH_MAX_MATCHES = 100  # matching lines per search_files call
 SEARCH_MAX_SECONDS = 10  # a whole search_files call, walk included; in -p mode nobody is there to press Ctrl-C
 COMMAND_MAX_TIMEOUT = 600  # seconds; a longer command belongs in the user's own terminal
+COMMAND_MIN_TIMEOUT = 1  # seconds; a timeout of 0 or less from the model means "as short as may be", not "never"
 FETCH_MAX_CHARS = 20_000  # characters of a page's text per web_fetch call (~5k tokens), as for read_file
 SUBAGENT_ANSWER_MAX = 4000  # characters of a sub-agent's answer the model receives: the one thing delegating costs
 
@@ -166,7 +167,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     if rule := denied_by(command, ws.deny_rules, str(ws.root)):  # before the question: refused in every mode, --yes too
         raise ToolError(refusal(rule))
     ws.approve("command", "run this command", f"$ {command}")
-    return run_shell(ws, command, max(1, min(timeout, COMMAND_MAX_TIMEOUT)))
+    return run_shell(ws, command, max(COMMAND_MIN_TIMEOUT, min(timeout, COMMAND_MAX_TIMEOUT)))
 
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:

@@ -986,6 +986,12 @@ def test_run_command_cuts_long_output_to_head_and_tail(ws):
     assert "[... 10,004 bytes dropped ...]" in result.output
 
 
+def test_run_command_ends_a_command_at_the_models_timeout(ws, monkeypatch):
+    """The model's timeout reaches the command: 0 is raised to the least there is, here made short to wait out."""
+    monkeypatch.setattr(tools, "COMMAND_MIN_TIMEOUT", 0.2)
+    assert run(ws, "run_command", command="sleep 30", timeout=0).output == "killed after 0.2 s (timeout); no output"
+
+
 def test_run_command_has_no_stdin(ws):
     assert run(ws, "run_command", command="cat", timeout=5).output == "(no output)"
 
