@@ -134,24 +134,9 @@ def test_a_line_is_sent_without_the_blanks_around_it_and_a_block_as_it_came(text
 
 
 def test_a_pasted_block_is_one_history_entry():
-    class History:
-        def __init__(self):
-            self.items = ["older", "Traceback (most recent call last):", "  File \"a.py\", line 1", "ZeroDivisionError"]
-
-        def get_current_history_length(self):
-            return len(self.items)
-
-        def remove_history_item(self, index):
-            del self.items[index]
-
-        def add_history(self, line):
-            self.items.append(line)
-
-        def get_history_item(self, index):
-            return self.items[index - 1]
-
     reader = TaskReader(stdin=io.StringIO(""), history=Path(os.devnull))
-    reader.readline = History()
+    reader.readline = FakeReadline(["older", "Traceback (most recent call last):", "  File \"a.py\", line 1",
+                                    "ZeroDivisionError"])
     reader.remember(["Traceback (most recent call last):", "  File \"a.py\", line 1", "", "ZeroDivisionError"])
     block = "Traceback (most recent call last):\n  File \"a.py\", line 1\n\nZeroDivisionError"
     assert reader.readline.items == ["older", block]
@@ -179,8 +164,8 @@ def test_a_pasted_block_comes_back_whole_in_the_next_run(tmp_path):
 class FakeReadline:
     """readline's history calls, for a REPL of its own (the real module has one history per process)."""
 
-    def __init__(self):
-        self.items: list[str] = []
+    def __init__(self, items: list[str] = ()):
+        self.items = list(items)
 
     def get_current_history_length(self):
         return len(self.items)
@@ -190,6 +175,9 @@ class FakeReadline:
 
     def add_history(self, line):
         self.items.append(line)
+
+    def get_history_item(self, index):
+        return self.items[index - 1]
 
     def set_history_length(self, length):
         pass

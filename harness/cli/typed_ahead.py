@@ -118,14 +118,7 @@ class TypedAhead:
         """Move what the last look counted from the terminal into `buffer`. The bursts stay as they are: they
         count what is in the buffer and in the terminal alike. Only what was counted: the moment the terminal
         has room, the paste goes on, and what comes meanwhile is the next look's to time."""
-        n = min(waiting(self.fd), self.last)
-        while n > 0 and not self.ended:
-            chunk = os.read(self.fd, n)
-            if not chunk:  # a Ctrl-D typed ahead: what comes after it stays in the terminal
-                self.ended = True
-            self.buffer += chunk
-            n -= len(chunk)
-            self.last -= len(chunk)
+        self.last -= self.read_in(min(waiting(self.fd), self.last))
 
     def reconcile(self) -> int:
         """Make the bursts agree with what waits in the terminal now (returned): bytes no burst accounts for
@@ -187,14 +180,19 @@ class TypedAhead:
 
     def read_waiting(self) -> None:
         """Move the finished lines waiting in the terminal into `buffer`; a Ctrl-D among them ends the reading."""
-        n = self.reconcile()
-        while n > 0 and not self.ended:
-            chunk = os.read(self.fd, n)
-            if not chunk:  # a Ctrl-D typed ahead: the terminal hands it over as an empty read
-                self.ended = True
-            self.buffer += chunk
-            n -= len(chunk)
+        self.read_in(self.reconcile())
         self.bursts = self.split(len(self.buffer))  # what came after a Ctrl-D is left where it is
+
+    def read_in(self, n: int) -> int:
+        """Read `n` bytes waiting in the terminal into `buffer`, or up to a Ctrl-D typed ahead (the terminal
+        hands it over as an empty read: what comes after it stays there); returns the bytes read."""
+        read = 0
+        while read < n and not self.ended:
+            chunk = os.read(self.fd, n - read)
+            self.ended = not chunk
+            self.buffer += chunk
+            read += len(chunk)
+        return read
 
     def split(self, at: int, keep_after: bool = False) -> list[Burst]:
         """The bursts of the first `at` bytes of what waits, or (`keep_after`) of what comes after them."""
