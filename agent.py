@@ -25,8 +25,7 @@ from typing import Protocol
 
 from harness.cli.args import parse_args  # argparse alone
 
-# Before the modules below load (requests takes ~0.1 s): --help and a usage error answer without them, and
-# Ctrl-C meanwhile leaves without a traceback.
+# Before the modules below load (requests takes 0.1 s): --help and usage errors answer at once, Ctrl-C quietly.
 if __name__ == "__main__":
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
@@ -34,7 +33,7 @@ if __name__ == "__main__":
 
 import prompt  # the words the model reads
 from harness.cli.commands import answered, repl, show_start
-from harness.cli.config import Config, ConfigError, load_config, read_task
+from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task
 from harness.cli.display import LiveReply, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user, for_output
@@ -249,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
         task = read_task(args.prompt) if args.prompt is not None else None
-        show_start(config)  # from here on nothing shown holds the key; first: the endpoint and where it came from
+        show_start(config, boundary := command_boundary(config))  # from here on nothing shown holds the key
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
         log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything
@@ -259,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     client = Client(config.base_url, config.api_key, config.model, stop=config.stop, stream=config.stream, log=log)
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
-                          fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny))
+                          fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
+                          boundary=boundary)  # every command inside the kernel's walls, where it has any (landlock.py)
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))

@@ -80,8 +80,9 @@ def test_a_bad_key_is_one_line_and_exit_1(agent_home, project):
     with FakeEndpoint(script) as endpoint:
         done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
-    header, *lines = done.stderr.strip().splitlines()  # the header names the endpoint; then the one line
+    header, commands, *lines = done.stderr.strip().splitlines()  # the header names the endpoint; then the one line
     assert header.startswith(f"plainagent: fake-model at {endpoint.url} (from the environment), workspace {project}")
+    assert commands.startswith("commands: ")  # what the kernel lets commands do
     assert len(lines) == 1 and lines[0].startswith("plainagent: 401 from http://127.0.0.1:")
     assert "check OPENAI_API_KEY" in lines[0] and "Traceback" not in done.stderr
 
@@ -97,7 +98,7 @@ def test_no_server_is_one_line_and_exit_1(agent_home, project):
         pass  # closed: nothing listens on its port any more
     done = agent_here(agent_home, project, endpoint, "-p", "hi")
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.splitlines()[1:] == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
+    assert done.stderr.splitlines()[2:] == [f"plainagent: Could not connect to {endpoint.url}/chat/completions: "
                                         "is the server running and OPENAI_BASE_URL right?"]
 
 
@@ -200,7 +201,7 @@ def start_repl(install, project, endpoint):
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, "PYTHONUNBUFFERED": "1"})
     process = subprocess.Popen([sys.executable, str(install / "agent.py")], cwd=project, env=env, text=True,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    banner = read_or_fail(process, lambda: process.stderr.readline() + process.stderr.readline())
+    banner = read_or_fail(process, lambda: "".join(process.stderr.readline() for _ in range(3)))
     assert "Type a task" in banner
     return process
 

@@ -157,7 +157,7 @@ def test_resume_without_a_session_is_one_line_and_exit_2(agent_home, project, tm
     with FakeEndpoint([]) as endpoint:
         done = agent_here(agent_home, project, endpoint, *argv, "-p", "hi")
     assert done.returncode == 2 and endpoint.received == []
-    header, line = done.stderr.splitlines()  # the header names the endpoint; then the one line
+    header, _, line = done.stderr.splitlines()  # the header names the endpoint, then what commands may do; the line
     assert header.startswith("plainagent: fake-model at ") and message in line and "Traceback" not in done.stderr
 
 
@@ -203,7 +203,7 @@ def test_a_session_in_use_cannot_be_resumed_by_a_second_run(install, agent_home,
         plain = agent_here(agent_home, project, endpoint, "--resume", "-p", "task B")
         first.kill()
         first.communicate(timeout=20)
-    assert second.returncode == 2 and second.stderr.split("\n", 1)[1] == (
+    assert second.returncode == 2 and second.stderr.split("\n", 2)[2] == (
         f"plainagent: --resume {path}: this session is in use by another plainagent that is still running; wait "
         "for it to end, or start a new session without --resume.\n")
     assert plain.returncode == 2 and "is in use by another plainagent" in plain.stderr
@@ -222,5 +222,5 @@ def test_resuming_in_another_workspace_is_refused(agent_home, project, tmp_path)
     with FakeEndpoint([]) as endpoint:
         done = agent_here(agent_home, elsewhere, endpoint, "--resume", str(path), "-p", "go on")
     assert done.returncode == 2 and endpoint.received == []
-    assert done.stderr.split("\n", 1)[1] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
+    assert done.stderr.split("\n", 2)[2] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")

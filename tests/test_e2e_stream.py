@@ -38,7 +38,7 @@ def test_a_pipe_gets_exactly_the_answer_and_stderr_the_live_text(install, projec
         done = agent(install, project, endpoint, "-p", "write notes", "--yes")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Created notes.md with 中文 and\u2028a line separator.\n"
-    assert done.stderr.split("\n", 1)[1].startswith("Let me create it.\n→ edit_file(path=\"notes.md\", old_str=\"\", new_str=\"hi\\n\")\n")
+    assert done.stderr.split("\n", 2)[2].startswith("Let me create it.\n→ edit_file(path=\"notes.md\", old_str=\"\", new_str=\"hi\\n\")\n")
     assert "Created notes.md with 中文 and\\u2028a line separator.\n" in done.stderr  # shown, escaped, live
     assert "tool: edit_file" not in done.stderr and "thinking" not in done.stderr  # no raw call, no reasoning in a log
     assert "(estimated)" not in done.stderr and "tokens so far, estimated)" in done.stderr  # no usage was streamed
@@ -86,8 +86,9 @@ def test_ctrl_c_mid_stream_in_one_shot_mode_exits_130(install, project):
         env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
         process = subprocess.Popen([sys.executable, str(install / "agent.py"), "-p", "talk"], cwd=project, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # The header, naming the endpoint; then the live text has begun.
-        first = read_or_fail(process, lambda: process.stderr.readline() and process.stderr.read(5))
+        # The header, naming the endpoint, and what commands may do; then the live text has begun.
+        first = read_or_fail(process, lambda: process.stderr.readline() and process.stderr.readline()
+                             and process.stderr.read(5))
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=10)
     assert first == "word " and process.returncode == 130 and out == ""
@@ -179,7 +180,7 @@ def test_reset_tokens_model_and_an_unknown_command(agent_home, project):
     assert done.stdout == "One.\nTwo.\nThree.\n"
     assert "1 request: 100 prompt + 7 completion tokens (as the server reported them)." in done.stderr
     assert "3 requests: " in done.stderr and "(2 of the requests estimated: the server reported none)." in done.stderr
-    assert "Unknown command /nope. Commands: /help, /reset, /undo, /tokens, /model, /mode, /compact, /exit" in done.stderr
+    assert "Unknown command /nope. Commands: /help, /reset, /undo, /tokens, /model, /mode, /sandbox, /compact, /exit" in done.stderr
     assert "/model NAME: use model NAME for the next requests" in done.stderr
     second, third = endpoint.received[1].body, endpoint.received[2].body
     assert [m["content"] for m in second["messages"][1:]] == ["second"]  # a new conversation
@@ -218,7 +219,7 @@ def test_one_task_at_a_terminal_shows_the_answer_once(install, project):
         assert screen.wait() == 0
     assert screen.text.count("The answer, live.") == 1
     # Reasoning shown; with TERM=dumb not dimmed, so marked, never to be taken for the answer.
-    assert screen.text.split("\n", 1)[1].startswith("[thinking]\nhmm\n[end of thinking]\nThe answer, live.\n(")
+    assert screen.text.split("\n", 2)[2].startswith("[thinking]\nhmm\n[end of thinking]\nThe answer, live.\n(")
 
 
 def test_a_resumed_session_carries_on_from_the_reset(agent_home, project):

@@ -81,8 +81,9 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(agent
     assert done.returncode == 0 and repl.returncode == 0
     banner = repl.stderr.splitlines()
     assert banner[0].endswith(", mode edits (applies edits without asking, asks before commands)")
-    assert banner[1] == "Instructions from AGENTS.md"
-    assert banner[2].startswith("Type a task") and "/help lists the commands" in banner[2]
+    assert banner[1].startswith("commands: ")
+    assert banner[2] == "Instructions from AGENTS.md"
+    assert banner[3].startswith("Type a task") and "/help lists the commands" in banner[3]
     assert json.dumps(endpoint.received[0].body).count("Always use tabs") == 1
 
 
@@ -142,7 +143,8 @@ def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothi
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert lines[0] == f"plainagent: m at {endpoint.url} (from {agent_home / '.env'}), workspace {project}, mode yes (asks nothing)"
-    assert lines[1] == (f"plainagent: not reading {project / '.env'}: a project's .env is used only once you allow it; "
+    assert lines[1].startswith("commands: ")
+    assert lines[2] == (f"plainagent: not reading {project / '.env'}: a project's .env is used only once you allow it; "
                         "start plainagent there at a terminal to be asked.")
     assert [request.headers["Authorization"] for request in endpoint.received] == [f"Bearer {KEY}"] * 2
     assert endpoint.received[0].body["model"] == "m"
@@ -157,7 +159,7 @@ def test_an_allowed_projects_dotenv_adds_deny_rules_and_cannot_swap_the_key_or_l
     with FakeEndpoint(script) as endpoint:
         done = agent_here(agent_home, project, endpoint, "-p", "release", extra_env=own_settings(agent_home, endpoint))
     assert done.returncode == 3, done.stderr  # the edit was refused: nobody could be asked
-    assert done.stderr.splitlines()[1].startswith(f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used")
+    assert done.stderr.splitlines()[2].startswith(f"Settings from {project / '.env'} (allowed): OPENAI_API_KEY not used")
     assert "PLAINAGENT_MODE not used: it asks less than your mode, ask" in done.stderr
     assert {request.headers["Authorization"] for request in endpoint.received} == {f"Bearer {KEY}"}
     assert {request.body["model"] for request in endpoint.received} == {"m"} and ATTACKER_KEY not in done.stderr

@@ -75,7 +75,7 @@ def test_what_cannot_be_read_is_one_line_and_exit_1(agent_home, project, item, l
         done = agent_here(agent_home, project, endpoint, "-p", "hi")
     url = endpoint.url + "/chat/completions"
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.splitlines()[1:] == [f"plainagent: {line.format(url=url)}"]
+    assert done.stderr.splitlines()[2:] == [f"plainagent: {line.format(url=url)}"]
 
 
 def test_editing_a_regex_holding_think_tags_in_a_crlf_file_over_gzip_writes_the_intended_bytes(agent_home, project):

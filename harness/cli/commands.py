@@ -1,4 +1,5 @@
-"""The REPL: its loop, and its slash commands (/help, /reset, /undo, /tokens, /model, /mode, /compact, /exit).
+"""The REPL: its loop, and its slash commands (/help, /reset, /undo, /tokens, /model, /mode, /sandbox, /compact,
+/exit).
 
 A command is one function: its name after the slash is the command, its docstring the help line, and what
 it returns is the line shown to the user (on stderr, like all activity). Commands act on the session between
@@ -17,27 +18,36 @@ from harness.cli.terminal import hide_key
 from harness.model.hosts import shown_url
 from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
+from harness.sandbox.landlock import SETTINGS, Boundary
 from harness.sandbox.permissions import describe
 
 
-def describe_start(config) -> str:
+def describe_start(config, commands: str = "") -> str:
     """The session's first lines, on stderr before anything else (the REPL's banner starts with them, and so
-    does -p): the model, the endpoint and where it came from, the workspace and the mode; then what became of
-    a project's .env."""
+    does -p): the model, the endpoint and where it came from, the workspace and the mode; `commands`, what the
+    kernel lets commands do (describe_boundary's); then what became of a project's .env."""
     url_from = config.sources.get("OPENAI_BASE_URL")
     key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
     where = f"from {url_from}" if url_from else "the default"
     where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
     return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
                       f"workspace {config.workspace}, "
-                      f"mode {config.mode} ({describe(config.mode)})", *config.notes])
+                      f"mode {config.mode} ({describe(config.mode)})", *([commands] if commands else []),
+                      *config.notes])
 
 
-def show_start(config) -> None:
+def describe_boundary(boundary: Boundary | None) -> str:
+    """One line on what commands can touch: the kernel boundary's, or that there is none."""
+    if boundary is None:
+        return "commands: no kernel sandbox (turned off: PLAINAGENT_SANDBOX=off); the deny rules only"
+    return boundary.describe()
+
+
+def show_start(config, boundary: Boundary | None) -> None:
     """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
     lines (describe_start's)."""
     hide_key(config.api_key)
-    log(describe_start(config))
+    log(describe_start(config, describe_boundary(boundary)))
 
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
@@ -170,6 +180,18 @@ def mode(session, argument: str) -> str:
     return line
 
 
+def sandbox(session, argument: str) -> str:
+    """/sandbox: what commands can touch: where they may write, the network (the kernel's boundary, landlock.py)."""
+    boundary = session.tools.workspace.boundary
+    line = describe_boundary(boundary)
+    if boundary is None or not boundary.abi:
+        return line
+    hidden = "; ".join(str(path) for path in boundary.hidden)
+    return (f"{line}.\nWritable: {', '.join(map(str, [boundary.workspace, *boundary.extra]))}, TMPDIR "
+            f"{boundary.tmpdir or '(made at the first command)'}, /dev/shm. Unreadable: {hidden}, and /dev but its "
+            f"common devices.\nSettings, in your .env or the environment: {SETTINGS}.")
+
+
 def compact(session, argument: str) -> str:
     """/compact: shrink the history now: older tool results become stubs, older turns a summary."""
     try:
@@ -184,4 +206,4 @@ def exit(session, argument: str) -> str:
 
 
 # name -> function, in the order /help lists them
-COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, mode, compact, exit)}
+COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, mode, sandbox, compact, exit)}

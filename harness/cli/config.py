@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -20,12 +21,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.cli import project_env
+from harness.cli.directories import config_dir, state_dir
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.model.hosts import is_local, parse_hosts, shown_url
 from harness.sandbox.documents import is_text
 from harness.sandbox.guard import parse_rules
+from harness.sandbox.landlock import Boundary, hidden_paths, wipe_from_environ_block
 from harness.sandbox.permissions import MODES
 from harness.sandbox.redaction import redact
+from harness.sandbox.secret_files import is_secret
 
 
 @dataclass
@@ -44,6 +48,9 @@ class Config:
     deny: str = ""  # PLAINAGENT_DENY: more commands never to run, "terraform destroy; npm publish" (guard.py)
     fetch: bool = True  # PLAINAGENT_FETCH (on/off): offer web_fetch
     fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts fetched unasked, private ones too
+    sandbox: bool = True  # PLAINAGENT_SANDBOX (on/off): commands inside the kernel boundary, where there is one
+    sandbox_network: bool = False  # PLAINAGENT_SANDBOX_NETWORK (on/off): commands may use the network
+    sandbox_write: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_WRITE: more folders commands may write in (":")
     env_file: Path | None = None  # the user's own .env, to name in error messages
     unused_key: Path | None = None  # a project's .env whose OPENAI_API_KEY was not used: named if none is set
     sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
@@ -58,7 +65,8 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
             "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
-            "fetch_allow": "PLAINAGENT_FETCH_ALLOW"}  # Config field -> variable
+            "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
+            "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE"}
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 
 ALLOW_QUESTION = "Use these settings? (remembered until the file changes) [y]es / [n]o: "
@@ -192,7 +200,7 @@ def parse_setting(name: str, variable: str, value: str):
             if int(value) < least:
                 raise ConfigError(f"{variable}={value}: it must be at least {least}.")
             return int(value)
-        if name in ("stream", "fetch"):
+        if name in ("stream", "fetch", "sandbox", "sandbox_network"):
             if value.strip().lower() not in ("on", "off", "1", "0", "true", "false", "yes", "no"):
                 raise ConfigError(f"{variable}={value!r}: use on or off.")
             return value.strip().lower() in ("on", "1", "true", "yes")
@@ -209,6 +217,12 @@ def parse_setting(name: str, variable: str, value: str):
             except ValueError as error:
                 raise ConfigError(f"{variable}={value!r}: {error}; list hosts separated by commas, e.g. "
                                   f"{variable}=\"docs.python.org, localhost\".") from None
+        if name == "sandbox_write":
+            folders = tuple(Path(folder).expanduser() for folder in value.split(os.pathsep) if folder.strip())
+            if relative := [str(folder) for folder in folders if not folder.is_absolute()]:
+                raise ConfigError(f"{variable}={value!r}: {', '.join(relative)} is not an absolute path; list "
+                                  f"folders separated by '{os.pathsep}', e.g. {variable}=~/.cache/go-build")
+            return folders
         if name == "deny":
             try:
                 parse_rules(value)  # say so now, not at the first command
@@ -276,6 +290,19 @@ def key_problem(key: str, where: str) -> None:
         # HTTP headers carry ASCII: a pasted "…" or a space would fail on every request
         raise ConfigError(f"OPENAI_API_KEY contains {bad!r}, which no API key has; copy the key again from your "
                           f"provider{' and ' + where if where else ''}.")
+
+
+def command_boundary(config: Config) -> Boundary | None:
+    """The kernel boundary every command will run in (landlock.py), by the settings; None when the user turned it
+    off. What commands may not read: the secrets under the home folder, plainagent's own .env, state and settings
+    (and a transcript kept elsewhere). And the key, if the environment gave it, is wiped from this process's
+    /proc/PID/environ, which every process of the user may read, Landlock or not."""
+    wipe_from_environ_block("OPENAI_API_KEY")
+    if not config.sandbox:
+        return None
+    own = [config.env_file, state_dir(), config_dir(), config.log, Path(config.resume) if config.resume else None]
+    hidden = hidden_paths(Path.home(), config.workspace, [path for path in own if path], is_secret)
+    return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network)
 
 
 def read_task(prompt: str) -> str:

@@ -14,6 +14,9 @@ its content in the state directory, so a changed file is asked about again — a
   PLAINAGENT_DENY   added to your rules, never replacing them
   PLAINAGENT_MAX_STEPS, PLAINAGENT_CONTEXT_TOKENS   no higher than yours (as given with its own endpoint)
   PLAINAGENT_STOP, PLAINAGENT_STREAM   as given, below the environment
+  PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK   only on and off respectively: the kernel boundary around
+                    commands may be asked for, and their network turned off, never the other way
+  PLAINAGENT_FETCH_ALLOW, PLAINAGENT_SANDBOX_WRITE   never: what they grant is yours alone to grant
 
 A value it sets that cannot be used (not a mode, say) is left out with the reason, never a reason to stop.
 `config.load_config` calls `read_project_env` and `limit`; the verdicts go into the banner.
@@ -39,6 +42,9 @@ KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
 MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
 ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
 FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch offered; hosts fetched unasked
+# setting -> the one value a project's .env may give it: the one that asks more
+TIGHTEN_ONLY = {"PLAINAGENT_SANDBOX": "on", "PLAINAGENT_SANDBOX_NETWORK": "off"}
+NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE")  # settings only the user may give: they let more through
 LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
 DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
 MAX_BYTES = 1_000_000  # a .env is a few lines; a bigger file is no .env (and would be read into memory)
@@ -111,8 +117,15 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
             verdicts[variable] = f"not used: it is more than yours, {yours:,} (you pay for them)"
         else:
             used[variable] = usable[variable]
-    if FETCH_ALLOW in usable:  # hosts fetched without a question, private ones too: never a project's to grant
-        verdicts[FETCH_ALLOW] = "not used: a project's .env may make plainagent ask more, never less"
+    for variable in NEVER:  # hosts fetched unasked, folders commands may write in: never a project's to grant
+        if variable in usable:
+            verdicts[variable] = "not used: a project's .env may make plainagent ask more, never less"
+    for variable, tighter in TIGHTEN_ONLY.items():  # the sandbox on, the network off: yes; the other way, never
+        if variable in usable and variable not in environment:
+            if as_switch(usable[variable]) == as_switch(tighter):
+                used[variable] = usable[variable]
+            else:
+                verdicts[variable] = "not used: a project's .env may make plainagent ask more, never less"
     if FETCH in usable and FETCH not in environment:  # it may turn web_fetch off, never on over your off
         turns_off = usable[FETCH].strip().lower() in ("off", "0", "false", "no")
         if turns_off or own.get(FETCH, "on").strip().lower() not in ("off", "0", "false", "no"):
@@ -143,6 +156,12 @@ def take_endpoint(usable: dict[str, str], environment: dict[str, str], flags: se
                 **({MODEL: usable[MODEL]} if MODEL in usable else {})}
     verdicts.update({variable: f"not used: {reason}" for variable in ENDPOINT if variable in usable})
     return {}
+
+
+def as_switch(text: str) -> bool | None:
+    """An on/off setting's value: True, False, or None for neither."""
+    value = text.strip().lower()
+    return True if value in ("on", "1", "true", "yes") else False if value in ("off", "0", "false", "no") else None
 
 
 def as_number(text: str) -> int | None:

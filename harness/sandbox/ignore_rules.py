@@ -57,7 +57,10 @@ def paths_git_ignores(root: Path) -> set[str] | None:
     if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
         return None
     try:
-        listed = subprocess.run(command, cwd=root, capture_output=True, stdin=subprocess.DEVNULL, timeout=GIT_TIMEOUT)
+        # Without the key: a process's starting environment is readable by every other process of the user.
+        env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+        listed = subprocess.run(command, cwd=root, env=env, capture_output=True, stdin=subprocess.DEVNULL,
+                                timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
         return None
     ignored = {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}  # "build/" -> "build"

@@ -13,6 +13,7 @@ tether there, so a command still running when the agent is killed hard goes on.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.sandbox.landlock import Boundary, network_filter
 from harness.sandbox.workspace import Workspace
 
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
@@ -34,11 +36,15 @@ TETHER = Path(__file__).with_name("tether.py")
 STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
 
 
-def run_shell(ws: Workspace, command: str, timeout: int) -> str:
-    """Run `command` with sh (cmd.exe on Windows); returns its output, after a status line unless it
-    succeeded, as run_command's result."""
+def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | None = None) -> str:
+    """Run `command` with sh (cmd.exe on Windows), inside `boundary` if given; returns its output, after a status
+    line unless it succeeded, as run_command's result."""
     env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
-    process, tether = start(command, ws.root, env)
+    confine = []  # the tether's arguments that put the command inside the boundary: the ruleset, the seccomp program
+    if boundary is not None and boundary.abi:
+        confine = [str(boundary.ruleset()), "" if boundary.network else network_filter().hex()]
+        env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
+    process, tether = start(command, ws.root, env, confine)
     output = HeadAndTail(OUTPUT_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
     reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
@@ -59,14 +65,17 @@ def run_shell(ws: Workspace, command: str, timeout: int) -> str:
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact).removesuffix("\n")
+    if confine and (note := boundary.refusal_note(text)):  # the model learns it met a wall, not a glitch to retry
+        text = f"{text}\n{note}"
     if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
 
 
-def start(command: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Popen, int | None]:
+def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None]:
     """The command, started in a process group of its own; and, on POSIX, the agent's end of its tether (tether.py),
-    which only this process holds: when the agent ends, however it ends, the kernel closes it."""
+    which only this process holds: when the agent ends, however it ends, the kernel closes it. `confine`: the
+    tether's arguments that put the command inside a kernel boundary (landlock.py)."""
     options = {"cwd": cwd, "env": env, "stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE,
                "stderr": subprocess.STDOUT}
     if WINDOWS:
@@ -74,11 +83,13 @@ def start(command: str, cwd: Path, env: dict[str, str]) -> tuple[subprocess.Pope
                                 **options), None
     # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded).
     if not sys.executable or not hasattr(os, "killpg"):
+        if confine:  # the tether is what enters the boundary: without it the command would run outside
+            raise OSError(errno.ENOEXEC, "no Python to start the command inside the kernel sandbox with")
         return subprocess.Popen(command, shell=True, start_new_session=True, **options), None
     watch, tether = os.pipe()  # neither end is inherited, but the one passed on (pass_fds)
     try:
-        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), command],
-                                   pass_fds=(watch,), start_new_session=True, **options)
+        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), command, *confine],
+                                   pass_fds=(watch, *map(int, confine[:1])), start_new_session=True, **options)
     except BaseException:
         os.close(tether)
         raise

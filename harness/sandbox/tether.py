@@ -5,8 +5,10 @@ test suite, a server, a `sleep 1000`) went on running with nobody left to read i
 parent-death signal (prctl PR_SET_PDEATHSIG) would reach only the shell, not what the shell started (dash forks
 even a lone `sleep`), and other systems have none; a pipe works on every POSIX system:
 
-shell.py starts this script, `python -I -S tether.py FD COMMAND`, as the leader of a new process group, holding
-FD, the read end of a pipe whose write end only the agent has. It starts `/bin/sh -c COMMAND` in that group and
+shell.py starts this script, `python -I -S tether.py FD COMMAND [RULESET SECCOMP]`, as the leader of a new
+process group, holding FD, the read end of a pipe whose write end only the agent has. It starts `/bin/sh -c
+COMMAND` in that group — inside the kernel boundary first when given one (landlock.py: the Landlock ruleset the
+agent built, and a seccomp program in hex), so the shell and all it starts are inside and the tether is not — and
 waits for whichever comes first:
   - the shell ends: the tether ends the same way (the exit code, or the signal that ended it), so the agent sees
     the command's own status. What the command left running in the background stays, as it would without it;
@@ -26,14 +28,14 @@ SHELL = "/system/bin/sh" if hasattr(sys, "getandroidapilevel") else "/bin/sh"  #
 
 
 def main() -> None:
-    watch, command = int(sys.argv[1]), sys.argv[2]
+    watch, command, boundary = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
     woken, wake = os.pipe()  # the shell's end (SIGCHLD) writes a byte here, so one select waits for both ends
     os.set_blocking(wake, False)
     signal.set_wakeup_fd(wake)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # set before the fork: an early end is not missed
     shell = os.fork()
     if shell == 0:
-        run(command, watch)
+        run(command, watch, boundary)
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # a command that signals its own group must not cut the tether
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     watching = [watch, woken]
@@ -51,9 +53,11 @@ def main() -> None:
     end_as(os.waitstatus_to_exitcode(status))
 
 
-def run(command: str, watch: int) -> None:
-    """Become the shell running `command` (in the forked child). Never returns."""
+def run(command: str, watch: int, boundary: list[str]) -> None:
+    """Become the shell running `command` (in the forked child), inside `boundary` if given. Never returns."""
     os.close(watch)  # the command does not hold the tether: only the agent's end of it counts
+    if boundary:
+        confine(int(boundary[0]), bytes.fromhex(boundary[1]))
     # Python ignores these at start-up, and an ignored signal stays ignored through exec: give the command the
     # defaults, as subprocess does (`yes | head` must end `yes` with SIGPIPE).
     for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
@@ -64,6 +68,22 @@ def run(command: str, watch: int) -> None:
     except OSError as error:
         print(f"plainagent: cannot run {SHELL}: {error.strerror or error}", file=sys.stderr)
     os._exit(127)  # what a shell says for a command it cannot find
+
+
+def confine(ruleset: int, seccomp: bytes) -> None:
+    """Enter the kernel boundary (landlock.py), or end here: a command is never run outside the boundary the
+    start line promised."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I left the script's folder out
+    try:
+        import landlock
+
+        landlock.enter(ruleset, seccomp)
+    except Exception as error:  # OSError from the kernel; anything else must not unwind into the tether's loop
+        print(f"plainagent: the command was not run: the kernel sandbox could not be entered ({error}).",
+              file=sys.stderr)
+        os._exit(126)  # what a shell says for a command it cannot run
+    finally:
+        os.close(ruleset)
 
 
 def end_as(code: int) -> None:

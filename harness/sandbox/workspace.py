@@ -41,6 +41,7 @@ from harness.sandbox import beneath
 from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
+from harness.sandbox.landlock import Boundary
 from harness.sandbox.redaction import leaks, redact
 from harness.sandbox.secret_files import is_secret
 
@@ -98,6 +99,7 @@ class Workspace:
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch reaches unasked, private ones too (fetch.py)
+    boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()

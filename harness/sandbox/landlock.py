@@ -1,0 +1,316 @@
+"""Commands inside a kernel boundary: on Linux, what a command can touch is decided by Landlock, not by a list.
+
+The failure it prevents: the deny rules (guard.py) are a list of shapes, and a shell has more shapes than any
+list. Tried in --yes mode, 27 of 33 commands no rule foresaw got through: the home folder removed through
+`${PWD%/*}`, `xargs` or a symlink to `rm`; lines appended to ~/.bashrc; agent.py changed; a host reached with
+python; the key read from the agent's .env. Codex CLI and Claude Code answer with the operating system, and so
+does this module, with the standard library alone (`ctypes`, the Landlock and seccomp system calls).
+
+The agent builds one Landlock ruleset per session (`Boundary.ruleset`), and the tether (tether.py) enters it in
+the command's own process before it runs the shell: the command and everything it starts are inside, the agent
+stays outside. Inside,
+  - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
+    private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
+    /dev/shm and the few devices a command writes to (/dev/null, /dev/tty, ...);
+  - reads everywhere but: what secret_files.py refuses, found under the home folder (~/.ssh, ~/.aws/credentials,
+    ~/.netrc, ...), the .env beside agent.py, plainagent's own state and settings, and /dev but for those devices
+    (as root, /dev/sda would be every file). Landlock grants and never denies, so "all but X" is granted as X's
+    siblings, down each of X's folders (which keep the right to be listed);
+  - no network unless the user turns it on: Landlock refuses every TCP connect and bind (ABI 4 and later), and a
+    seccomp filter refuses any socket but a Unix one (UDP, raw) and io_uring, which would go round it;
+  - no signal to a process outside, nor a connection to an abstract Unix socket made outside (ABI 6): `pkill
+    python` cannot kill the agent; and no set-user-ID gain (no_new_privs): `sudo` cannot step out.
+Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
+what this kernel has is enforced, and `Boundary.describe` says what that is, for the start line and /sandbox.
+Not covered: a command may still change or delete anything in the workspace (that is its job; git is the
+backup), read secrets inside the workspace, and connect to Unix socket files (a Docker daemon's).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import stat
+import struct
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+# The tether imports this module in every command's process: what only the agent needs (tempfile, shutil, 15 ms
+# together) is imported where it is used.
+
+# System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
+CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
+CREATE_RULESET_VERSION = 1  # the flag that asks create_ruleset for the ABI version
+RULE_PATH_BENEATH = 1
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+
+# Rights on files and folders, in the order the ABIs added them (linux/landlock.h).
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, \
+    MAKE_FIFO, MAKE_BLOCK, MAKE_SYM, REFER, TRUNCATE, IOCTL_DEV = (1 << bit for bit in range(16))
+READ = EXECUTE | READ_FILE | READ_DIR
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may hold
+DEVICE_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+BIND_TCP, CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+# Devices a command reads or writes as a matter of course; the rest of /dev (disks, terminals) is out of reach.
+DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
+SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
+HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.config/gh/hosts.yml is 3 down)
+HOME_MAX_ENTRIES = 20_000  # a home folder that big is searched no further for secrets: the start must stay quick
+SKIPPED = {"node_modules", ".git", ".cache", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}
+
+SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
+# How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
+REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges")
+PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()]*")  # /absolute, or ../up from the workspace
+
+
+def abi_version() -> int:
+    """The Landlock ABI this kernel offers (1 to 7 so far); 0 where there is none (not Linux, too old, off)."""
+    if not sys.platform.startswith("linux") or not all(hasattr(os, name) for name in ("O_PATH", "O_NOFOLLOW", "killpg")):
+        return 0  # not Linux, or a Python without what the boundary is built and entered with (tether.py)
+    try:
+        version = syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
+    except OSError:  # ENOSYS: older than 5.13; EOPNOTSUPP: built in but turned off at boot
+        return 0
+    return version
+
+
+def syscall(number: int, *args) -> int:
+    """A system call through libc; raises OSError with its errno when it fails."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    # A variadic call: every integer goes as a long, so no register holds stray upper bits.
+    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(arg) if isinstance(arg, int) else arg for arg in args])
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+class Boundary:
+    """One session's kernel boundary for commands: what the ruleset grants, and the ruleset itself."""
+
+    def __init__(self, workspace: Path, hidden: list[Path], writable: list[Path] = (), network: bool = False,
+                 abi: int | None = None):
+        self.abi = abi_version() if abi is None else abi
+        self.workspace = Path(workspace)
+        self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
+        self.extra = [Path(path) for path in writable]  # folders the user lets commands write in
+        self.network = network
+        self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
+        self.fd: int | None = None
+
+    # --- what it enforces, in words ---
+
+    def describe(self) -> str:
+        """One line on what holds, for the start line and /sandbox."""
+        if not self.abi:
+            return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
+        extra = "".join(f", {folder}" for folder in self.extra)
+        truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
+        net = "network allowed" if self.network else "no network" if self.abi >= 4 or network_filter() else \
+            "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
+        return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}, {net}, secrets "
+                f"unreadable (Landlock ABI {self.abi})")
+
+    def refusal_note(self, output: str) -> str | None:
+        """A sentence for the model after a command met the boundary, so that it does not try the same thing in
+        ten other shapes; None when its output shows no refusal, or one the boundary did not make (a path in
+        the workspace)."""
+        paths = []  # the path each refusal names: the one after it (Python's "...denied: '/x'"), else before it
+        for line in output.splitlines():
+            if refused := REFUSED.search(line):
+                after, before = (PATH.findall(part) for part in (line[refused.end():], line[:refused.start()]))
+                paths += [Path(os.path.normpath(self.workspace / path)) for path in (after[:1] or before[-1:])] or [None]
+        if not paths or all(path and self.may_write(path) for path in paths):  # none, or inside: not the boundary's
+            return None
+        outside = next((path for path in paths if path and not self.may_write(path)), None)
+        what = f"access to {outside}" if outside else "the network" if re.search(
+            r"(?i)socket|connect|network|resolve|host", output) and not self.network else "this command"
+        net = "" if self.network else ", have no network"
+        return (f"(plainagent: the kernel sandbox refused {what}: commands may write only inside the workspace "
+                f"and $TMPDIR{net}, and may not read secret files or plainagent's own; another shape of the "
+                f"command is refused the same way, and only the user can allow more ({SETTINGS}).)")
+
+    def may_write(self, path: Path) -> bool:
+        return any(path == folder or path.is_relative_to(folder)
+                   for folder in [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else [])])
+
+    # --- the ruleset ---
+
+    def ruleset(self) -> int:
+        """The session's ruleset, built at the first command: a file descriptor the tether enters."""
+        if self.fd is None:
+            import tempfile
+
+            self.tmpdir = Path(tempfile.mkdtemp(prefix="plainagent-"))
+            fd = create_ruleset(self.abi, self.network)
+            try:
+                rights = handled_fs(self.abi)
+                Grants(fd, rights).grant(Path("/"), READ, [*self.hidden, Path("/dev")])
+                for folder in [self.workspace, self.tmpdir, *self.extra, Path(SHARED_MEMORY)]:
+                    Grants(fd, rights).grant(folder, rights, [])
+                for device in DEVICES:
+                    Grants(fd, rights).grant(Path(device), DEVICE_RIGHTS, [])
+            except BaseException:
+                os.close(fd)
+                raise
+            self.fd = fd
+        return self.fd
+
+    def close(self) -> None:
+        """At the end of the session: the ruleset closed, the temp folder removed."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.tmpdir is not None:
+            import shutil
+
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def handled_fs(abi: int) -> int:
+    """The file rights this ABI knows: all of them are handled, so what no rule grants is refused."""
+    rights = MAKE_SYM * 2 - 1  # ABI 1: EXECUTE to MAKE_SYM
+    return rights | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)
+
+
+def create_ruleset(abi: int, network: bool) -> int:
+    net = BIND_TCP | CONNECT_TCP if abi >= 4 and not network else 0
+    scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("QQQ", handled_fs(abi), net, scoped)  # landlock_ruleset_attr; zeros past what the ABI knows
+    size = 8 if abi < 4 else 16 if abi < 6 else 24
+    return syscall(CREATE_RULESET, attr, size, 0)
+
+
+class Grants:
+    """Rules added to a ruleset: `grant(path, rights, hidden)` gives `rights` beneath `path`, but not to `hidden`."""
+
+    def __init__(self, fd: int, handled: int):
+        self.fd, self.handled = fd, handled
+
+    def grant(self, path: Path, rights: int, hidden: list[Path]) -> None:
+        inside = [hole for hole in hidden if hole == path or hole.is_relative_to(path)]
+        if path in inside:
+            return
+        try:
+            info = os.lstat(path)
+        except OSError:  # gone, or out of reach: nothing to grant
+            return
+        if stat.S_ISLNK(info.st_mode):  # a link leads where its target's own rules say: it needs none
+            return
+        if not inside or not stat.S_ISDIR(info.st_mode):
+            self.add(path, rights if stat.S_ISDIR(info.st_mode) else rights & FILE_RIGHTS)
+            return
+        self.add(path, READ_DIR)  # a folder holding something hidden: listed, and each of its entries granted
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return
+        for name in names:
+            self.grant(path / name, rights, inside)
+
+    def add(self, path: Path, rights: int) -> None:
+        try:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return
+        try:
+            attr = struct.pack("=Qi", rights & self.handled, fd)  # landlock_path_beneath_attr, packed
+            syscall(ADD_RULE, self.fd, RULE_PATH_BENEATH, attr, 0)
+        finally:
+            os.close(fd)
+
+
+# --- what commands may not read, found once per session ---
+
+
+def hidden_paths(home: Path, workspace: Path, own: list[Path], is_secret: Callable[[str], bool]) -> list[Path]:
+    """plainagent's own files (`own`: its .env, state and settings folders) and the secrets under the home
+    folder that `is_secret` (secret_files.py) names, HOME_DEPTH folders down at most; a folder whose every file
+    is secret (~/.ssh) is one entry. The workspace is not searched: it is the command's to read and write."""
+    found = [Path(path) for path in own]
+    folders, n_entries = [(Path(home), 0)], 0
+    while folders and n_entries < HOME_MAX_ENTRIES:
+        folder, depth = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        n_entries += len(entries)
+        for entry in entries:
+            path = Path(entry.path)
+            if path == workspace:
+                continue
+            is_dir = entry.is_dir(follow_symlinks=False)
+            if is_secret(f"{path}/any" if is_dir else str(path)):  # a folder of secrets (.ssh/**), or a file
+                found.append(path)
+                if entry.is_symlink():  # its target holds the secret: hidden too
+                    found.append(path.resolve())
+            elif is_dir and depth + 1 < HOME_DEPTH and entry.name not in SKIPPED:
+                folders.append((path, depth + 1))
+    return found
+
+
+def wipe_from_environ_block(name: str) -> bool:
+    """Overwrite `name`'s value where the kernel keeps the environment this process started with: any process of
+    the user may read it in /proc/PID/environ (Landlock guards the memory, not that file), so a key exported
+    before plainagent started was there for a command to read. Python's os.environ, a copy, keeps it."""
+    libc = ctypes.CDLL(None)
+    libc.getenv.restype = ctypes.c_void_p
+    address = libc.getenv(name.encode())
+    try:
+        with open("/proc/self/stat", "rb") as file:  # fields 50 and 51: where the block begins and ends
+            fields = file.read().rsplit(b")", 1)[1].split()  # after "PID (name)", which may hold spaces
+        start, end = int(fields[47]), int(fields[48])
+    except (OSError, IndexError, ValueError):  # not Linux, or a kernel before 3.5
+        return False
+    if not address or not start <= address < end:  # set since start-up: then it is not in the block
+        return False
+    ctypes.memset(address, ord("*"), min(len(ctypes.string_at(address)), end - address))
+    return True
+
+
+# --- entering it: the tether calls these in the command's process, before it runs the shell ---
+
+
+def network_filter() -> bytes:
+    """A seccomp program refusing socket() for any family but AF_UNIX (EACCES) and io_uring_setup (ENOSYS), on
+    x86-64 and arm64; b"" elsewhere (there Landlock's TCP rule is what holds)."""
+    machine = os.uname().machine.lower()
+    arch, socket_nr = {"x86_64": (0xC000003E, 41), "amd64": (0xC000003E, 41),
+                       "aarch64": (0xC00000B7, 198), "arm64": (0xC00000B7, 198)}.get(machine, (0, 0))
+    if not arch:
+        return b""
+    io_uring_setup, af_unix = 425, 1
+    ld, jeq, ret, jge = 0x20, 0x15, 0x06, 0x35  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K, BPF_JMP|JGE|K
+    allow, denied, no_such = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
+
+    def op(code, k, jt=0, jf=0):
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    return b"".join([
+        op(ld, 4), op(jeq, arch, 1, 0), op(ret, denied),  # another architecture's calls (i386 on x86-64): refused
+        op(ld, 0), op(jge, 0x40000000, 0, 1), op(ret, denied),  # x32's numbers
+        op(jeq, io_uring_setup, 0, 1), op(ret, no_such),
+        op(jeq, socket_nr, 0, 4), op(ld, 16), op(jeq, af_unix, 0, 1), op(ret, allow), op(ret, denied),
+        op(ret, allow)])
+
+
+def enter(ruleset: int, seccomp: bytes) -> None:
+    """Put this process (and all it will start) inside the ruleset, and under `seccomp` if given. OSError
+    when the kernel refuses, and then the command must not run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    zero = ctypes.c_ulong(0)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), zero, zero, zero) != 0:
+        raise OSError(ctypes.get_errno(), "no_new_privs: " + os.strerror(ctypes.get_errno()))
+    if seccomp:
+        program = ctypes.create_string_buffer(seccomp)
+        fprog = struct.pack("HxxxxxxQ", len(seccomp) // 8, ctypes.addressof(program))  # struct sock_fprog
+        if libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_char_p(fprog), zero, zero) != 0:
+            raise OSError(ctypes.get_errno(), "seccomp: " + os.strerror(ctypes.get_errno()))
+    syscall(RESTRICT_SELF, ruleset, 0)
