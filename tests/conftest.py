@@ -1,7 +1,8 @@
 """Every test runs isolated: no OPENAI_* or PLAINAGENT_* variables from the developer's shell, no proxy or
 CA-bundle settings (requests obeys them, and a proxy would swallow our 127.0.0.1 requests), the current
-directory and the XDG state and config directories are fresh temporary ones, and the network is out of
-reach (only 127.0.0.1 servers we start)."""
+directory, the home folder and the XDG state and config directories are fresh temporary ones (the home folder
+is not made: a test that needs one makes it), and the network is out of reach (only 127.0.0.1 servers we
+start)."""
 
 import itertools
 import os
@@ -65,6 +66,8 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     # Transcripts, history and settings go to the user's state and config directories: never the real ones.
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    # The home folder too: the kernel boundary looks there for secrets to hide, and a command may write `~`.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     real_connect = socket.socket.connect
 
     def local_only(self, address):

@@ -13,10 +13,11 @@ from harness.history import transcript
 
 
 @pytest.mark.parametrize("directory, variable, default", [
-    (state_dir, "XDG_STATE_HOME", Path.home() / ".local/state/plainagent"),
-    (config_dir, "XDG_CONFIG_HOME", Path.home() / ".config/plainagent"),
+    (state_dir, "XDG_STATE_HOME", "~/.local/state/plainagent"),
+    (config_dir, "XDG_CONFIG_HOME", "~/.config/plainagent"),
 ])
 def test_each_directory_follows_its_xdg_variable_else_the_default(tmp_path, directory, variable, default):
+    default = Path(default).expanduser()  # conftest's HOME, the test's own
     assert directory({variable: str(tmp_path)}) == tmp_path / "plainagent"
     assert directory({variable: "relative/dir"}) == default  # the spec says to ignore a relative path
     assert directory({variable: ""}) == directory({}) == default

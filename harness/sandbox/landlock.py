@@ -35,6 +35,7 @@ import re
 import stat
 import struct
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -160,17 +161,16 @@ class Boundary:
                 os.close(fd)
                 raise
             self.fd = fd
+            weakref.finalize(self, close, fd, self.tmpdir)  # when the session ends: at exit, or when dropped
         return self.fd
 
-    def close(self) -> None:
-        """At the end of the session: the ruleset closed, the temp folder removed."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-        if self.tmpdir is not None:
-            import shutil
 
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
+def close(fd: int, tmpdir: Path) -> None:
+    """A session's boundary, put away: its ruleset closed, its temp folder removed."""
+    import shutil
+
+    os.close(fd)
+    shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 def handled_fs(abi: int) -> int:
