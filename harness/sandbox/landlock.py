@@ -66,7 +66,8 @@ SKIPPED = {"node_modules", ".git", ".cache", ".npm", ".pyenv", ".rustup", ".nvm"
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges")
-PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()]*")  # /absolute, or ../up from the workspace
+# A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
+PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()]*|(?<=')[^'\s]+(?=')")
 
 
 def abi_version() -> int:

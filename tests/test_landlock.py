@@ -1,0 +1,297 @@
+"""The kernel boundary around commands (harness/sandbox/landlock.py), on this kernel: what a command may not touch,
+whatever its shape, and the ordinary work it still does.
+
+Every target is under tmp_path, HOME included (conftest). The attack strings are Python strings, never a shell
+here-document. Each write shape runs against a fresh copy of the same tree, and the tree outside the workspace
+must be byte for byte what it was."""
+
+import base64
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from harness.cli.directories import config_dir, state_dir
+from harness.sandbox import landlock
+from harness.sandbox.landlock import Boundary, hidden_paths
+from harness.sandbox.secret_files import is_secret
+from harness.sandbox.shell import run_shell
+from harness.sandbox.workspace import Workspace
+
+ABI = landlock.abi_version()
+pytestmark = pytest.mark.skipif(not ABI, reason="this kernel offers no Landlock")
+SECRET = b"SECRET-MARKER-7f3a\n"
+KEY = "sk-test-landlock-0123456789"
+PYTHON = f"{sys.executable} -I -S"  # without site-packages: a quick start for a shape that needs only the stdlib
+
+
+class Tree:
+    """A home folder with secrets and a toolchain, plainagent's own folders, a victim next to the workspace."""
+
+    def __init__(self, tmp_path: Path, network: bool = False, abi: int = ABI):
+        self.root, self.home, self.workspace = tmp_path, tmp_path / "home", tmp_path / "project"
+        self.program, self.victim = tmp_path / "program", tmp_path / "victim"
+        files = {
+            "home/.bashrc": b"export PATH=$PATH\n", "home/.ssh/id_ed25519": SECRET, "home/.ssh/config": SECRET,
+            "home/.aws/credentials": SECRET, "home/.aws/config": b"[default]\nregion = x\n", "home/.netrc": SECRET,
+            "home/.config/gh/hosts.yml": SECRET, "home/.cargo/bin/hello": b"#!/bin/sh\necho hello from cargo\n",
+            "home/.cache/pip/note": b"cached\n", "home/code/other/.env": SECRET,
+            "program/agent.py": b"print('plainagent')\n", "program/.env": b"OPENAI_API_KEY=" + SECRET,
+            "state/plainagent/sessions/s.jsonl": SECRET, "config/plainagent/AGENTS.md": SECRET,
+            "victim/notes.txt": b"keep me\n", "victim/sub/deep.txt": b"keep me too\n", "project/app.py": b"x = 1\n",
+        }
+        for name, data in files.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_bytes(data)
+        (self.home / ".cargo/bin/hello").chmod(0o755)
+        own = [self.program / ".env", state_dir(), config_dir()]
+        self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own, is_secret),
+                                 network=network, abi=abi)
+        self.ws = Workspace(self.workspace, secret=KEY, boundary=self.boundary)
+
+    def run(self, command: str, timeout: int = 20) -> str:
+        return run_shell(self.ws, command.format(program=self.program, home=self.home, python=PYTHON,
+                                                 pytest=sys.executable), timeout, self.boundary)
+
+    def outside(self) -> dict[str, bytes | str]:
+        """Every path under tmp_path but the workspace: a file's bytes, a link's target, a folder."""
+        seen = {}
+        for folder, dirs, names in os.walk(self.root):
+            if Path(folder) == self.workspace or self.workspace in Path(folder).parents:
+                continue
+            for name in dirs + names:
+                path = Path(folder, name)
+                seen[str(path)] = os.readlink(path) if path.is_symlink() else "dir" if path.is_dir() else \
+                    path.read_bytes()
+        return seen
+
+
+# Shapes that change what lies outside the workspace. No deny rule is needed for any of them to fail.
+WRITES = [
+    "rm -rf ${{PWD%/*}}",
+    "rm -rf ~",
+    "cd .. && rm -rf victim",
+    "echo ../victim | xargs rm -rf",
+    'f() {{ rm -rf "$1"; }}; f ../victim',
+    "alias zap='rm -rf'\nzap ../victim",
+    "a=r; b=m; $a$b -rf ../victim",
+    "IFS=,; c=rm,-rf,../victim; $c",
+    'ln -s "$(command -v rm)" zap && ./zap -rf ../victim',
+    f"echo {base64.b64encode(b'rm -rf ../victim').decode()} | base64 -d | sh",
+    "{python} -c 'import shutil; shutil.rmtree(\"../victim\")'",
+    "perl -e 'unlink glob(\"../victim/*\")'",
+    "awk 'BEGIN {{ system(\"rm -rf ../victim\") }}'",
+    "mv ../victim ./taken",
+    "mv ../victim/notes.txt .",
+    "find .. -name notes.txt -delete",
+    "echo owned >> ~/.bashrc",
+    "mkdir -p ~/.ssh && echo 'ssh-ed25519 AAAA attacker' >> ~/.ssh/authorized_keys",
+    "echo x > ../next-to-the-workspace.txt",
+    "echo 'print(\"changed\")' > {program}/agent.py",
+    "sed -i s/plainagent/owned/ {program}/agent.py",
+    "truncate -s 0 ../victim/notes.txt",
+    "{python} -c 'import os; os.truncate(\"../victim/notes.txt\", 0)'",
+    ": > ../victim/notes.txt",
+    "ln ../victim/notes.txt hard && echo changed >> hard",
+    "git -C ../victim init -q",
+    "cp -r . ../copy",
+    "mkfifo ../fifo",
+    "ln -s /etc/passwd ../link",
+    "sh -c 'cd ~ && rm -rf .'",
+    "{python} -c 'import os; os.rename(\"../victim\", \"../gone\")'",
+    "dd if=/dev/zero of=../victim/notes.txt bs=1 count=1 conv=notrunc",
+]
+
+
+@pytest.mark.parametrize("command", WRITES)
+def test_a_command_cannot_change_anything_outside_the_workspace(tmp_path, command):
+    tree = Tree(tmp_path)
+    before = tree.outside()
+    output = tree.run(command)
+    assert tree.outside() == before, output
+    assert (tree.victim / "notes.txt").read_bytes() == b"keep me\n"
+
+
+READS = [
+    "cat ~/.ssh/id_ed25519",
+    "base64 ~/.aws/credentials",
+    "cat ~/.netrc ~/.ssh/config",
+    "cat ~/.config/gh/hosts.yml",
+    "cat ~/code/other/.env",
+    "cat {program}/.env",
+    "cat ../state/plainagent/sessions/*",
+    "cat ../config/plainagent/AGENTS.md",
+    "{python} -c 'print(open(\"{home}/.ssh/id_ed25519\").read())'",
+    "cp ~/.ssh/id_ed25519 ./k; cat k",
+    "ln -s ~/.ssh/id_ed25519 k && cat k",
+    "ln ~/.netrc k && cat k",
+    "tar cf - ~/.ssh ~/.aws 2>/dev/null | base64",
+    "find ~ .. -type f -exec cat {{}} + 2>/dev/null | base64",
+    "grep -r SECRET ~ .. 2>/dev/null",
+]
+
+
+@pytest.mark.parametrize("command", READS)
+def test_a_command_cannot_read_a_secret_or_plainagents_own_files(tmp_path, command):
+    output = Tree(tmp_path).run(command)
+    assert SECRET.decode().strip() not in output and base64.b64encode(SECRET).decode()[:16] not in output, output
+
+
+def test_what_is_not_secret_under_home_stays_readable_and_runs(tmp_path):
+    tree = Tree(tmp_path)
+    output = tree.run("cat ~/.bashrc ~/.aws/config ~/.cache/pip/note && ~/.cargo/bin/hello && ls -A ~")
+    assert output.split("\n")[:5] == ["export PATH=$PATH", "[default]", "region = x", "cached", "hello from cargo"]
+    assert ".ssh" in output.split("\n")[5:]  # a hidden folder is still listed, its files unread
+
+
+ORDINARY = [
+    ("echo hi > a.txt && cat a.txt && mkdir -p d/e && mv a.txt d/e/ && cp -r d d2 && rm -r d d2 && ln -s x y && "
+     "rm y && truncate -s 0 app.py && echo done", "hi\ndone"),
+    ("git init -q && git add app.py && git -c user.email=a@b.c -c user.name=n commit -qm first && git log --oneline "
+     "| wc -l", "1"),
+    ('t=$(mktemp) && echo x > "$t" && cat "$t" && rm "$t" && test -d "$(mktemp -d)" && echo "$TMPDIR" | grep -c '
+     'plainagent-', "x\n1"),
+    ("{python} -c 'import tempfile; f = tempfile.NamedTemporaryFile(); f.write(b\"x\"); print(\"ok\")'", "ok"),
+    ("{python} -c 'import multiprocessing as m; print(m.Pool(2).map(abs, [-1, -2]))'", "[1, 2]"),
+    ("echo x > /dev/null && head -c 4 /dev/urandom | wc -c && ls /usr/bin >/dev/null && echo ok", "4\nok"),
+    ("printf 'def test_one():\\n    assert 1\\n' > test_x.py && {pytest} -m pytest -q -p no:cacheprovider "
+     "--disable-plugin-autoload test_x.py | tail -1 | cut -c1-8",
+     "1 passed"),
+    ("sleep 5 & kill $!; wait; sh -c 'kill -TERM $$'; echo $?", "Terminated\n143"),  # its own processes: yes
+]
+
+
+@pytest.mark.parametrize("command, expected", ORDINARY)
+def test_ordinary_work_in_the_workspace_still_works_inside(tmp_path, command, expected):
+    assert Tree(tmp_path).run(command) == expected
+
+
+class Listener:
+    """A TCP and a UDP socket on 127.0.0.1 that count what reaches them."""
+
+    def __init__(self):
+        self.tcp, self.udp, self.reached = socket.socket(), socket.socket(type=socket.SOCK_DGRAM), []
+        self.tcp.bind(("127.0.0.1", 0))
+        self.tcp.listen()
+        self.udp.bind(("127.0.0.1", 0))
+        self.port, self.udp_port = self.tcp.getsockname()[1], self.udp.getsockname()[1]
+        for target in (self.accept, self.receive):
+            threading.Thread(target=target, daemon=True).start()
+
+    def accept(self):
+        try:
+            while True:
+                self.reached.append(self.tcp.accept()[0].recv(100))
+        except OSError:
+            pass
+
+    def receive(self):
+        try:
+            while True:
+                self.reached.append(self.udp.recv(100))
+        except OSError:
+            pass
+
+    def close(self):
+        self.tcp.close()
+        self.udp.close()
+
+
+NETWORK = [
+    "{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port})).sendall(b\"key\")'",
+    "{python} -c 'import socket; socket.socket(type=socket.SOCK_DGRAM).sendto(b\"key\", (\"127.0.0.1\", {udp}))'",
+    "{python} -c 'import socket; socket.socket(socket.AF_INET6).connect((\"::1\", {port}))'",
+    "{python} -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:{port}/\", timeout=2)'",
+    "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(\"127.0.0.1:{port}\") or exit 1; print \"in\"'",
+    "git ls-remote http://127.0.0.1:{port}/x.git",
+    "{python} -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'",
+]
+
+
+@pytest.mark.parametrize("command", NETWORK)
+def test_a_command_reaches_no_host_and_listens_on_no_port(tmp_path, command):
+    listener = Listener()
+    try:
+        output = Tree(tmp_path).run(command.replace("{port}", str(listener.port)).replace("{udp}", str(listener.udp_port)),
+                                    timeout=10)
+    finally:
+        listener.close()
+    assert listener.reached == [] and "bound" not in output
+    assert output.startswith("exit code ")
+
+
+def test_with_the_network_turned_on_a_command_connects(tmp_path):
+    listener = Listener()
+    try:
+        output = Tree(tmp_path, network=True).run(NETWORK[0].replace("{port}", str(listener.port)))
+        listener.close()
+    finally:
+        listener.close()
+    assert output == "(no output)" and listener.reached == [b"key"]
+
+
+def test_a_command_cannot_signal_or_read_the_agent_it_runs_under(tmp_path):
+    """The agent here is the test's own process: outside the domain, so neither killed nor read."""
+    output = Tree(tmp_path).run(f"kill -0 {os.getpid()}; head -c 1 /proc/{os.getpid()}/mem; cat /proc/{os.getpid()}/fd/0")
+    assert output.count("Operation not permitted") == 1 and output.count("Permission denied") == 2, output
+
+
+def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
+    tree = Tree(tmp_path)
+    note = f"the kernel sandbox refused access to {tree.home}/.bashrc: commands may write only inside the workspace"
+    output = tree.run("echo owned >> ~/.bashrc")
+    assert output.startswith("exit code 2:\n") and note in output
+    assert "only the user can allow more (PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on" in output
+    assert "refused access to /" in tree.run("rm -rf ../victim")
+    assert "refused the network" in tree.run("{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
+    # A refusal inside the workspace is not the boundary's doing (a file the user made read-only): no note.
+    assert tree.boundary.refusal_note(f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
+    assert tree.boundary.refusal_note("rm: cannot remove 'ro/x': Permission denied") is None
+    assert "kernel sandbox" not in tree.run("echo fine")
+
+
+@pytest.mark.parametrize("abi", range(1, ABI + 1))
+def test_every_abi_up_to_this_kernels_is_enforced_as_far_as_it_goes(tmp_path, abi):
+    tree = Tree(tmp_path, abi=abi)
+    output = tree.run("echo x >> ../victim/notes.txt; rm ../victim/sub/deep.txt; echo in > app.py; cat app.py")
+    assert "\nin\n(plainagent: the kernel sandbox refused access to " in output
+    truncated = tree.run("{python} -c 'import os; os.truncate(\"../victim/notes.txt\", 0)'") == "(no output)"
+    assert truncated == (abi < 3)  # Landlock handles truncate(2) from ABI 3 on, and the start line says so
+    assert ("truncating a file anywhere" in tree.boundary.describe()) == (abi < 3)
+    assert tree.outside()[str(tree.victim / "sub/deep.txt")] == b"keep me too\n"
+    assert f"(Landlock ABI {abi})" in tree.boundary.describe()
+
+
+def test_the_start_line_says_what_holds():
+    workspace = Path("/w")
+    assert Boundary(workspace, [], abi=7).describe() == (
+        "commands: writes only inside the workspace and a private TMPDIR, no network, secrets unreadable (Landlock "
+        "ABI 7)")
+    assert Boundary(workspace, [], [Path("/c/go")], network=True, abi=4).describe() == (
+        "commands: writes only inside the workspace, /c/go and a private TMPDIR, network allowed, secrets unreadable "
+        "(Landlock ABI 4)")
+    assert Boundary(workspace, [], abi=0).describe() == (
+        "commands: no kernel sandbox here (Landlock unavailable); the deny rules only")
+
+
+def test_secrets_are_found_under_home_but_not_in_the_workspace(tmp_path):
+    tree = Tree(tmp_path)
+    (tree.workspace / ".env").write_bytes(SECRET)  # the project's: the command's to read, like every file there
+    hidden = set(tree.boundary.hidden)
+    assert {tree.home / ".ssh", tree.home / ".aws/credentials", tree.home / ".netrc",
+            tree.home / ".config/gh/hosts.yml", tree.home / "code/other/.env", tree.program / ".env"} <= hidden
+    assert tree.home / ".aws/config" not in hidden and tree.workspace / ".env" not in hidden
+
+
+def test_the_key_the_environment_gave_is_wiped_from_proc_environ(tmp_path):
+    import subprocess
+
+    script = ("import os, sys; sys.path.insert(0, sys.argv[1]); from harness.sandbox.landlock import "
+              "wipe_from_environ_block as wipe; print(wipe('OPENAI_API_KEY'), os.environ['OPENAI_API_KEY'] == "
+              f"'{KEY}', b'{KEY}' in open('/proc/self/environ', 'rb').read())")
+    done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent.parent)], capture_output=True, text=True,
+                          env={**os.environ, "OPENAI_API_KEY": KEY}, timeout=20)
+    assert done.stdout == "True True False\n", done.stderr  # gone from the file, kept in Python's copy
