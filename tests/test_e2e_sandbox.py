@@ -1,5 +1,7 @@
 """End to end: the sandbox's promises as a user meets them, main() (in_process.py) against a local server."""
 
+import os
+
 from fake_endpoint import FakeEndpoint
 from test_e2e_trust import agent_here, results_sent
 
@@ -19,3 +21,120 @@ def test_with_the_state_folder_in_the_workspace_the_session_is_not_searched(agen
     assert "here.jsonl (plainagent's own files: not read)" in search
     assert "here.jsonl  (plainagent's own files: not read)" in listing.splitlines()
     assert "state/plainagent/  (plainagent's own files: not read)" in listing.splitlines()
+
+
+# --- the kernel boundary around commands (landlock.py), as a user in --yes mode meets it ---
+
+import base64  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+from test_e2e_trust import KEY, agent, allow, own_settings  # noqa: E402
+
+from harness.sandbox.landlock import abi_version  # noqa: E402
+
+kernel = pytest.mark.skipif(not abi_version(), reason="this kernel offers no Landlock")
+
+
+def command(line: str) -> str:
+    return "tool: run_command(" + json.dumps({"command": line}) + ")"
+
+
+def victims(tmp_path):
+    """The home folder (conftest's HOME) with a .bashrc, and a folder next to the project."""
+    for name in ("home/.bashrc", "neighbour/keep.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"keep\n")
+
+
+@kernel
+def test_in_yes_mode_a_command_that_would_remove_the_parent_folder_removes_nothing(agent_home, project, tmp_path):
+    victims(tmp_path)
+    script = [command("rm -rf ${PWD%/*}"), command("echo owned >> ~/.bashrc"), "Could not."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "clean the parent build folder", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[1] == (f"commands: writes only inside the workspace and a private TMPDIR, no "
+                                           f"network, secrets unreadable (Landlock ABI {abi_version()})")
+    assert (tmp_path / "home/.bashrc").read_bytes() == (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\n"
+    assert agent_home.is_dir() and project.is_dir()  # what was in the workspace was its to remove; not the folder
+    removal, append = results_sent(endpoint, 1)[0]["output"], results_sent(endpoint, 2)[0]["output"]
+    assert "(plainagent: the kernel sandbox refused access to " in removal
+    assert f"refused access to {tmp_path}/home/.bashrc: " in append and "only the user can allow more" in append
+
+
+@kernel
+def test_the_users_own_env_turns_the_sandbox_off_and_a_projects_cannot(agent_home, project, tmp_path):
+    victims(tmp_path)
+    script = [command("echo mine >> ../neighbour/keep.txt"), "Done."]
+    with FakeEndpoint(script * 2) as endpoint:
+        extra = own_settings(agent_home, endpoint, "PLAINAGENT_SANDBOX=off\n")
+        done = agent_here(agent_home, project, endpoint, "-p", "append", "--yes", extra_env=extra)
+        assert done.returncode == 0 and (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\nmine\n"
+        assert done.stderr.splitlines()[1] == ("commands: no kernel sandbox (turned off: PLAINAGENT_SANDBOX=off); "
+                                               "the deny rules only")
+        (agent_home / ".env").unlink()
+        (project / ".env").write_text("PLAINAGENT_SANDBOX=off\nPLAINAGENT_SANDBOX_NETWORK=on\n"
+                                      "PLAINAGENT_SANDBOX_WRITE=/\n")
+        allow(tmp_path, project / ".env")
+        done = agent_here(agent_home, project, endpoint, "-p", "append", "--yes")
+    assert done.returncode == 0 and (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\nmine\n"  # unchanged
+    assert done.stderr.splitlines()[1].startswith("commands: writes only inside the workspace and a private TMPDIR, "
+                                                  "no network")
+    verdict = "not used: a project's .env may make plainagent ask more, never less"
+    assert all(f"PLAINAGENT_SANDBOX{name} {verdict}" in done.stderr for name in ("", "_NETWORK", "_WRITE"))
+
+
+def test_sandbox_says_what_commands_can_touch(agent_home, project):
+    with FakeEndpoint([]) as endpoint:
+        done = agent_here(agent_home, project, endpoint, stdin="/sandbox\n")
+    assert done.returncode == 0
+    lines = done.stderr.splitlines()
+    assert lines[1].startswith("commands: ") and f"{lines[1]}." in lines  # said at the start and again
+    if abi_version():
+        assert "Writable: " + str(project) in done.stderr and "Settings, in your .env or the environment: " \
+            "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off." in done.stderr
+
+
+# A seccomp program that answers Landlock's first call, create_ruleset (444), with ENOSYS, as a kernel before 5.13
+# would; then agent.py runs in that process.
+WITHOUT_LANDLOCK = """
+import ctypes, runpy, struct, sys
+program = b"".join(struct.pack("=HBBI", *op) for op in [
+    (0x20, 0, 0, 0), (0x15, 0, 1, 444), (0x06, 0, 0, 0x00050000 | 38), (0x06, 0, 0, 0x7FFF0000)])
+libc = ctypes.CDLL(None, use_errno=True)
+buffer = ctypes.create_string_buffer(program)
+fprog = struct.pack("HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))
+assert libc.prctl(38, ctypes.c_ulong(1), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0
+assert libc.prctl(22, ctypes.c_ulong(2), ctypes.c_char_p(fprog), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0
+sys.argv = sys.argv[1:]
+sys.path.insert(0, sys.argv[0].rsplit("/", 1)[0])  # as `python agent.py` has its folder on the path
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
+def test_without_landlock_the_session_goes_on_and_says_so(install, project, tmp_path):
+    (tmp_path / "without_landlock.py").write_text(WITHOUT_LANDLOCK)
+    with FakeEndpoint([command("echo made > made.txt"), "Made."]) as endpoint:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})
+        done = subprocess.run([sys.executable, str(tmp_path / "without_landlock.py"), str(install / "agent.py"), "-p",
+                               "make it", "--yes"], cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[1] == "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
+    assert (project / "made.txt").read_bytes() == b"made\n" and done.stdout == "Made.\n"
+
+
+@kernel
+def test_a_key_exported_before_the_start_is_not_in_the_agents_proc_environ(install, project):
+    """Landlock keeps a command out of the agent's memory, not out of /proc/PID/environ: the agent wipes it there."""
+    read = command("base64 -w0 /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ")  # the tether's parent: the agent
+    with FakeEndpoint([read, "Read."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "look", "--yes")
+    assert done.returncode == 0, done.stderr
+    output = results_sent(endpoint, 1)[0]["output"]
+    environ = base64.b64decode(output)
+    assert b"OPENAI_BASE_URL=" in environ and b"OPENAI_API_KEY=****" in environ and KEY.encode() not in environ
