@@ -3,6 +3,7 @@ only once you allow it, remembered by path and content, and even then it can onl
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from test_agent import args
@@ -153,6 +154,32 @@ def test_it_never_lowers_your_mode(install, project, mode):
     assert load(install, project).mode == "ask"
     assert load(install, project, "PLAINAGENT_MODE=read-only\n").mode == "read-only"  # asking more is fine
     assert load(install, project, mode="yes").mode == "yes"  # your own flag is yours
+
+
+def test_it_may_turn_the_sandbox_on_and_the_network_off_never_the_other_way(install, project):
+    loosen = "PLAINAGENT_SANDBOX=off\nPLAINAGENT_SANDBOX_NETWORK=on\nPLAINAGENT_SANDBOX_WRITE=/home\n"
+    config = load(install, project, loosen)
+    assert (config.sandbox, config.sandbox_network, config.sandbox_write) == (True, False, ())
+    [note] = config.notes  # nothing in it is used: not asked about, only named
+    assert note.startswith(f"plainagent: not using {project / '.env'}: ")
+    assert all(f"{name} not used: a project's .env may make plainagent ask more, never less" in note
+               for name in ("PLAINAGENT_SANDBOX", "PLAINAGENT_SANDBOX_NETWORK", "PLAINAGENT_SANDBOX_WRITE"))
+    (install / ".env").write_text(OWN + "PLAINAGENT_SANDBOX=off\nPLAINAGENT_SANDBOX_NETWORK=on\n")
+    config = load(install, project, "PLAINAGENT_SANDBOX=on\nPLAINAGENT_SANDBOX_NETWORK=off\n")
+    assert (config.sandbox, config.sandbox_network) == (True, False)  # asking more is fine
+    assert load(install, project, "PLAINAGENT_MODE=ask\n").sandbox is False  # yours, where it says nothing
+    environ = {"PLAINAGENT_SANDBOX": "off"}  # the environment wins over any .env
+    assert load(install, project, "PLAINAGENT_SANDBOX=on\n", environ=environ).sandbox is False
+
+
+def test_folders_commands_may_write_in_are_absolute_paths(install, project, tmp_path):
+    folders = f"{tmp_path}/go-build{os.pathsep}~/.npm"
+    config = load(install, project, environ={"PLAINAGENT_SANDBOX_WRITE": folders})
+    assert config.sandbox_write == (tmp_path / "go-build", Path("~/.npm").expanduser())
+    with pytest.raises(ConfigError, match="PLAINAGENT_SANDBOX_WRITE='build': build is not an absolute path; list "):
+        load(install, project, environ={"PLAINAGENT_SANDBOX_WRITE": "build"})
+    with pytest.raises(ConfigError, match="PLAINAGENT_SANDBOX_NETWORK='maybe': use on or off."):
+        load(install, project, environ={"PLAINAGENT_SANDBOX_NETWORK": "maybe"})
 
 
 def test_its_key_model_and_limits_never_go_to_your_endpoint(install, project):
