@@ -17,7 +17,6 @@ import pytest
 from harness.cli.directories import config_dir, state_dir
 from harness.sandbox import landlock
 from harness.sandbox.landlock import Boundary, hidden_paths
-from harness.sandbox.secret_files import is_secret
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import Workspace
 
@@ -48,7 +47,7 @@ class Tree:
             (tmp_path / name).write_bytes(data)
         (self.home / ".cargo/bin/hello").chmod(0o755)
         own = [self.program / ".env", state_dir(), config_dir()]
-        self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own, is_secret),
+        self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own),
                                  network=network, abi=abi)
         self.ws = Workspace(self.workspace, secret=KEY, boundary=self.boundary)
 

@@ -29,7 +29,6 @@ from harness.sandbox.guard import parse_rules
 from harness.sandbox.landlock import Boundary, hidden_paths, wipe_from_environ_block
 from harness.sandbox.permissions import MODES
 from harness.sandbox.redaction import redact
-from harness.sandbox.secret_files import is_secret
 
 
 @dataclass
@@ -301,7 +300,7 @@ def command_boundary(config: Config) -> Boundary | None:
     if not config.sandbox:
         return None
     own = [config.env_file, state_dir(), config_dir(), config.log, Path(config.resume) if config.resume else None]
-    hidden = hidden_paths(Path.home(), config.workspace, [path for path in own if path], is_secret)
+    hidden = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
     return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network)
 
 

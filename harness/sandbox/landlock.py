@@ -6,9 +6,9 @@ list. Tried in --yes mode, 27 of 33 commands no rule foresaw got through: the ho
 python; the key read from the agent's .env. Codex CLI and Claude Code answer with the operating system, and so
 does this module, with the standard library alone (`ctypes`, the Landlock and seccomp system calls).
 
-The agent builds one Landlock ruleset per session (`Boundary.ruleset`), and the tether (tether.py) enters it in
-the command's own process before it runs the shell: the command and everything it starts are inside, the agent
-stays outside. Inside,
+The agent builds one Landlock ruleset per session (`Boundary.ruleset`) and a seccomp program, and the tether
+(tether.py) enters both in the command's own process before it runs the shell: the command and everything it
+starts are inside, the agent stays outside. Inside,
   - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
     private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
     /dev/shm and the few devices a command writes to (/dev/null, /dev/tty, ...);
@@ -32,21 +32,20 @@ import ctypes
 import errno
 import os
 import re
+import shutil
 import stat
 import struct
 import sys
+import tempfile
 import weakref
-from collections.abc import Callable
 from pathlib import Path
 
-# The tether imports this module in every command's process: what only the agent needs (tempfile, shutil, 15 ms
-# together) is imported where it is used.
+from harness.sandbox.secret_files import is_secret
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
-CREATE_RULESET, ADD_RULE, RESTRICT_SELF = 444, 445, 446
+CREATE_RULESET, ADD_RULE = 444, 445  # and restrict_self, 446, which the tether calls
 CREATE_RULESET_VERSION = 1  # the flag that asks create_ruleset for the ABI version
 RULE_PATH_BENEATH = 1
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 # Rights on files and folders, in the order the ABIs added them (linux/landlock.h).
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, \
@@ -72,7 +71,7 @@ PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()]*|(?<=')[^'\s]+(?=')")
 
 def abi_version() -> int:
     """The Landlock ABI this kernel offers (1 to 7 so far); 0 where there is none (not Linux, too old, off)."""
-    if not sys.platform.startswith("linux") or not all(hasattr(os, name) for name in ("O_PATH", "O_NOFOLLOW", "killpg")):
+    if not sys.platform.startswith("linux") or not all(hasattr(os, name) for name in ("O_PATH", "killpg")):
         return 0  # not Linux, or a Python without what the boundary is built and entered with (tether.py)
     try:
         version = syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
@@ -127,7 +126,8 @@ class Boundary:
         for line in output.splitlines():
             if refused := REFUSED.search(line):
                 after, before = (PATH.findall(part) for part in (line[refused.end():], line[:refused.start()]))
-                paths += [Path(os.path.normpath(self.workspace / path)) for path in (after[:1] or before[-1:])] or [None]
+                named = after[:1] or before[-1:]
+                paths += [Path(os.path.normpath(self.workspace / path)) for path in named] or [None]
         if not paths or all(path and self.may_write(path) for path in paths):  # none, or inside: not the boundary's
             return None
         outside = next((path for path in paths if path and not self.may_write(path)), None)
@@ -147,17 +147,16 @@ class Boundary:
     def ruleset(self) -> int:
         """The session's ruleset, built at the first command: a file descriptor the tether enters."""
         if self.fd is None:
-            import tempfile
-
             self.tmpdir = Path(tempfile.mkdtemp(prefix="plainagent-"))
             fd = create_ruleset(self.abi, self.network)
             try:
                 rights = handled_fs(self.abi)
-                Grants(fd, rights).grant(Path("/"), READ, [*self.hidden, Path("/dev")])
+                grants = Grants(fd, rights)
+                grants.grant(Path("/"), READ, [*self.hidden, Path("/dev")])  # reading: all but what is hidden
                 for folder in [self.workspace, self.tmpdir, *self.extra, Path(SHARED_MEMORY)]:
-                    Grants(fd, rights).grant(folder, rights, [])
+                    grants.grant(folder, rights, [])  # everything, writing included
                 for device in DEVICES:
-                    Grants(fd, rights).grant(Path(device), DEVICE_RIGHTS, [])
+                    grants.grant(Path(device), DEVICE_RIGHTS, [])
             except BaseException:
                 os.close(fd)
                 raise
@@ -168,8 +167,6 @@ class Boundary:
 
 def close(fd: int, tmpdir: Path) -> None:
     """A session's boundary, put away: its ruleset closed, its temp folder removed."""
-    import shutil
-
     os.close(fd)
     shutil.rmtree(tmpdir, ignore_errors=True)
 
@@ -230,9 +227,9 @@ class Grants:
 # --- what commands may not read, found once per session ---
 
 
-def hidden_paths(home: Path, workspace: Path, own: list[Path], is_secret: Callable[[str], bool]) -> list[Path]:
+def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> list[Path]:
     """plainagent's own files (`own`: its .env, state and settings folders) and the secrets under the home
-    folder that `is_secret` (secret_files.py) names, HOME_DEPTH folders down at most; a folder whose every file
+    folder that secret_files.py names, HOME_DEPTH folders down at most; a folder whose every file
     is secret (~/.ssh) is one entry. The workspace is not searched: it is the command's to read and write."""
     found = [Path(path) for path in own]
     folders, n_entries = [(Path(home), 0)], 0
@@ -276,7 +273,7 @@ def wipe_from_environ_block(name: str) -> bool:
     return True
 
 
-# --- entering it: the tether calls these in the command's process, before it runs the shell ---
+# --- the seccomp program the tether installs with the ruleset (tether.py enters both) ---
 
 
 def network_filter() -> bytes:
@@ -300,18 +297,3 @@ def network_filter() -> bytes:
         op(jeq, io_uring_setup, 0, 1), op(ret, no_such),
         op(jeq, socket_nr, 0, 4), op(ld, 16), op(jeq, af_unix, 0, 1), op(ret, allow), op(ret, denied),
         op(ret, allow)])
-
-
-def enter(ruleset: int, seccomp: bytes) -> None:
-    """Put this process (and all it will start) inside the ruleset, and under `seccomp` if given. OSError
-    when the kernel refuses, and then the command must not run."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    zero = ctypes.c_ulong(0)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), zero, zero, zero) != 0:
-        raise OSError(ctypes.get_errno(), "no_new_privs: " + os.strerror(ctypes.get_errno()))
-    if seccomp:
-        program = ctypes.create_string_buffer(seccomp)
-        fprog = struct.pack("HxxxxxxQ", len(seccomp) // 8, ctypes.addressof(program))  # struct sock_fprog
-        if libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_char_p(fprog), zero, zero) != 0:
-            raise OSError(ctypes.get_errno(), "seccomp: " + os.strerror(ctypes.get_errno()))
-    syscall(RESTRICT_SELF, ruleset, 0)

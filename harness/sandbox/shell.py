@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -99,19 +100,29 @@ def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ())
 
 
 def wait(process: subprocess.Popen, timeout: float) -> None:
-    """process.wait(timeout), which on Windows waits in slices: a Ctrl-C does not interrupt a wait there, and
-    Python takes it only between two."""
-    if not WINDOWS:
-        process.wait(timeout=timeout)
-        return
-    deadline = time.monotonic() + timeout
-    while True:
+    """process.wait(timeout), woken the moment the process ends where Linux offers a pidfd (Popen's own wait
+    polls, with sleeps that double up to 50 ms: a command done in 21 ms was seen at 36); on Windows it waits in
+    slices: a Ctrl-C does not interrupt a wait there, and Python takes it only between two."""
+    if WINDOWS:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                process.wait(timeout=min(WINDOWS_WAIT_SLICE, max(0.0, deadline - time.monotonic())))
+                return
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    raise
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # not Linux, or before 5.3: Popen's own wait
+        pidfd = None
+    if pidfd is not None:
         try:
-            process.wait(timeout=min(WINDOWS_WAIT_SLICE, max(0.0, deadline - time.monotonic())))
-            return
-        except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline:
-                raise
+            if not select.select([pidfd], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+        finally:
+            os.close(pidfd)
+    process.wait(timeout=timeout)
 
 
 def failed(output: str) -> bool:

@@ -24,6 +24,8 @@ import select
 import signal
 import sys
 
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2  # linux/prctl.h, linux/seccomp.h
+LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture
 SHELL = "/system/bin/sh" if hasattr(sys, "getandroidapilevel") else "/bin/sh"  # subprocess's shell=True choice
 
 
@@ -71,19 +73,30 @@ def run(command: str, watch: int, boundary: list[str]) -> None:
 
 
 def confine(ruleset: int, seccomp: bytes) -> None:
-    """Enter the kernel boundary (landlock.py), or end here: a command is never run outside the boundary the
-    start line promised."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I left the script's folder out
-    try:
-        import landlock
+    """Enter the kernel boundary the agent built (landlock.py): no new privileges, the seccomp program if given,
+    then the Landlock ruleset; or end here, for a command never runs outside the boundary the start line promised.
+    Three calls, made here rather than in landlock.py so that each command starts without loading it (15 ms)."""
+    import ctypes
+    import struct
 
-        landlock.enter(ruleset, seccomp)
-    except Exception as error:  # OSError from the kernel; anything else must not unwind into the tether's loop
-        print(f"plainagent: the command was not run: the kernel sandbox could not be entered ({error}).",
-              file=sys.stderr)
-        os._exit(126)  # what a shell says for a command it cannot run
-    finally:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    no, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)  # prctl's arguments are unsigned longs, never stray bits
+    program = ctypes.create_string_buffer(seccomp)
+    fprog = struct.pack("HxxxxxxQ", len(seccomp) // 8, ctypes.addressof(program))  # struct sock_fprog
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, no, zero, zero, zero) != 0:
+        failed = "no_new_privs"
+    elif seccomp and libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_char_p(fprog), zero,
+                                zero) != 0:
+        failed = "seccomp"
+    elif libc.syscall(ctypes.c_long(LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset), ctypes.c_long(0)) != 0:
+        failed = "Landlock"
+    else:
         os.close(ruleset)
+        return
+    print(f"plainagent: the command was not run: the kernel sandbox could not be entered ({failed}: "
+          f"{os.strerror(ctypes.get_errno())}).", file=sys.stderr)
+    os._exit(126)  # what a shell says for a command it cannot run
 
 
 def end_as(code: int) -> None:
