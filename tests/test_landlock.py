@@ -294,3 +294,34 @@ def test_the_key_the_environment_gave_is_wiped_from_proc_environ(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent.parent)], capture_output=True, text=True,
                           env={**os.environ, "OPENAI_API_KEY": KEY}, timeout=20)
     assert done.stdout == "True True False\n", done.stderr  # gone from the file, kept in Python's copy
+
+
+def test_a_workspace_holding_the_keys_env_keeps_it_from_commands(tmp_path):
+    """plainagent's own folder as the workspace: its .env stays unread and whole; the folder takes no new file
+    (Landlock could not grant that without granting the .env), its files and subfolders work as ever."""
+    tree = Tree(tmp_path)
+    (tree.program / "sub").mkdir()
+    own = [tree.program / ".env", state_dir(), config_dir()]
+    tree.boundary = Boundary(tree.program, hidden_paths(tree.home, tree.program, own))
+    tree.ws = Workspace(tree.program, secret=KEY, boundary=tree.boundary)
+    assert f"(no new file in {tree.program}: it holds what commands may not read)" in tree.boundary.describe()
+    for command in ["cat .env", "base64 .env", "cp .env sub/x; cat sub/x", "rm .env", "mv .env sub/", ": > .env"]:
+        output = tree.run(command)
+        assert "SECRET-MARKER" not in output and "U0VDUkVU" not in output, (command, output)
+    assert (tree.program / ".env").read_bytes() == b"OPENAI_API_KEY=" + SECRET
+    assert tree.run("echo y > sub/new.txt && cat sub/new.txt && echo z >> agent.py && tail -1 agent.py") == "y\nz"
+    assert f"the kernel sandbox refused access to {tree.program}/new.txt: " in tree.run("echo x > new.txt")
+
+
+def test_with_the_home_folder_as_workspace_its_secrets_stay_hidden(tmp_path):
+    tree = Tree(tmp_path)
+    tree.boundary = Boundary(tree.home, hidden_paths(tree.home, tree.home, [state_dir(), config_dir()]))
+    tree.ws = Workspace(tree.home, secret=KEY, boundary=tree.boundary)
+    for command in READS[:5]:
+        assert "SECRET-MARKER" not in tree.run(command), command
+    assert tree.run("echo more >> .bashrc && mkdir -p .cargo/new && echo x > .cargo/new/f && cat .cargo/new/f") == "x"
+    # ~/code holds another project's .env: it takes no new folder either, and the note says where it was refused
+    assert f"refused access to {tree.home}/code/new: " in tree.run("mkdir code/new")
+    output = tree.run("rm -rf .ssh")
+    assert (tree.home / ".ssh/id_ed25519").read_bytes() == SECRET
+    assert f"(plainagent: the kernel sandbox refused access to {tree.home}/.ssh/config: commands may write " in output

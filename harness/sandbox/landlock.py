@@ -66,7 +66,7 @@ SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAI
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
-PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()]*|(?<=')[^'\s]+(?=')")
+PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
 
 
 def abi_version() -> int:
@@ -115,19 +115,17 @@ class Boundary:
         truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
         net = "network allowed" if self.network else "no network" if self.abi >= 4 or network_filter() else \
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
-        return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}, {net}, secrets "
-                f"unreadable (Landlock ABI {self.abi})")
+        shut = self.shut_folders()
+        shut = f" (no new file in {', '.join(map(str, shut))}: it holds what commands may not read)" if shut else ""
+        return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
+                f"secrets unreadable (Landlock ABI {self.abi})")
 
     def refusal_note(self, output: str) -> str | None:
         """A sentence for the model after a command met the boundary, so that it does not try the same thing in
         ten other shapes; None when its output shows no refusal, or one the boundary did not make (a path in
         the workspace)."""
-        paths = []  # the path each refusal names: the one after it (Python's "...denied: '/x'"), else before it
-        for line in output.splitlines():
-            if refused := REFUSED.search(line):
-                after, before = (PATH.findall(part) for part in (line[refused.end():], line[:refused.start()]))
-                named = after[:1] or before[-1:]
-                paths += [Path(os.path.normpath(self.workspace / path)) for path in named] or [None]
+        paths = [self.named(line, refused) for line in output.splitlines() if (refused := REFUSED.search(line))]
+        paths = [path for named in paths for path in named or [None]]
         if not paths or all(path and self.may_write(path) for path in paths):  # none, or inside: not the boundary's
             return None
         outside = next((path for path in paths if path and not self.may_write(path)), None)
@@ -138,9 +136,28 @@ class Boundary:
                 f"and $TMPDIR{net}, and may not read secret files or plainagent's own; another shape of the "
                 f"command is refused the same way, and only the user can allow more ({SETTINGS}).)")
 
+    def named(self, line: str, refused: re.Match) -> list[Path]:
+        """The paths a refusal's line names: Python's after it ("...denied: '/x'"); else the one before it, as sh,
+        coreutils and git put it ("sh: 1: cannot create x: Permission denied", "rm: cannot remove 'x': ...")."""
+        after = PATH.findall(line[refused.end():])[:1]
+        segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
+        last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
+        named = after or ([last] if last and " " not in last else PATH.findall(segment))
+        return [Path(os.path.normpath(self.workspace / path)) for path in named]
+
+    def writable(self) -> list[Path]:
+        return [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
+
     def may_write(self, path: Path) -> bool:
-        return any(path == folder or path.is_relative_to(folder)
-                   for folder in [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else [])])
+        return any(path.is_relative_to(folder) for folder in self.writable()) and path.parent not in \
+            self.shut_folders() and not any(path.is_relative_to(hidden) for hidden in self.hidden)
+
+    def shut_folders(self) -> list[Path]:
+        """The folders where commands write that hold something hidden (the workspace with the .env of the key in
+        it; with -C ~, the home folder): Landlock can grant their entries but not the folder itself, or what it
+        grants would reach what is hidden, so nothing new can be made or removed directly in them."""
+        return sorted({ancestor for hidden in self.hidden for ancestor in [hidden, *hidden.parents][1:]
+                       if any(ancestor.is_relative_to(folder) for folder in self.writable())})
 
     # --- the ruleset ---
 
@@ -153,8 +170,8 @@ class Boundary:
                 rights = handled_fs(self.abi)
                 grants = Grants(fd, rights)
                 grants.grant(Path("/"), READ, [*self.hidden, Path("/dev")])  # reading: all but what is hidden
-                for folder in [self.workspace, self.tmpdir, *self.extra, Path(SHARED_MEMORY)]:
-                    grants.grant(folder, rights, [])  # everything, writing included
+                for folder in self.writable():
+                    grants.grant(folder, rights, self.hidden)  # everything, writing included, but what is hidden
                 for device in DEVICES:
                     grants.grant(Path(device), DEVICE_RIGHTS, [])
             except BaseException:
