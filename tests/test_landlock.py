@@ -325,3 +325,11 @@ def test_with_the_home_folder_as_workspace_its_secrets_stay_hidden(tmp_path):
     output = tree.run("rm -rf .ssh")
     assert (tree.home / ".ssh/id_ed25519").read_bytes() == SECRET
     assert f"(plainagent: the kernel sandbox refused access to {tree.home}/.ssh/config: commands may write " in output
+
+
+def test_what_is_hidden_but_not_there_shuts_no_folder(tmp_path):
+    tree = Tree(tmp_path)
+    boundary = Boundary(tree.workspace, [tree.workspace / ".env", tree.workspace / "state"])
+    tree.ws = Workspace(tree.workspace, boundary=boundary)
+    assert "no new file" not in boundary.describe()
+    assert run_shell(tree.ws, "echo x > new.txt && cat new.txt", 10, boundary) == "x"

@@ -145,6 +145,11 @@ class Boundary:
         named = after or ([last] if last and " " not in last else PATH.findall(segment))
         return [Path(os.path.normpath(self.workspace / path)) for path in named]
 
+    def present(self) -> list[Path]:
+        """What is hidden and exists: a folder not there yet (the state folder, before the first session) would
+        only shut the folder it would be made in."""
+        return [path for path in self.hidden if os.path.lexists(path)]
+
     def writable(self) -> list[Path]:
         return [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
 
@@ -156,7 +161,7 @@ class Boundary:
         """The folders where commands write that hold something hidden (the workspace with the .env of the key in
         it; with -C ~, the home folder): Landlock can grant their entries but not the folder itself, or what it
         grants would reach what is hidden, so nothing new can be made or removed directly in them."""
-        return sorted({ancestor for hidden in self.hidden for ancestor in [hidden, *hidden.parents][1:]
+        return sorted({ancestor for hidden in self.present() for ancestor in [hidden, *hidden.parents][1:]
                        if any(ancestor.is_relative_to(folder) for folder in self.writable())})
 
     # --- the ruleset ---
@@ -169,9 +174,10 @@ class Boundary:
             try:
                 rights = handled_fs(self.abi)
                 grants = Grants(fd, rights)
-                grants.grant(Path("/"), READ, [*self.hidden, Path("/dev")])  # reading: all but what is hidden
+                hidden = self.present()
+                grants.grant(Path("/"), READ, [*hidden, Path("/dev")])  # reading: all but what is hidden
                 for folder in self.writable():
-                    grants.grant(folder, rights, self.hidden)  # everything, writing included, but what is hidden
+                    grants.grant(folder, rights, hidden)  # everything, writing included, but what is hidden
                 for device in DEVICES:
                     grants.grant(Path(device), DEVICE_RIGHTS, [])
             except BaseException:
