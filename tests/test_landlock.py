@@ -47,7 +47,7 @@ class Tree:
             (tmp_path / name).write_bytes(data)
         (self.home / ".cargo/bin/hello").chmod(0o755)
         own = [self.program / ".env", state_dir(), config_dir()]
-        self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own),
+        self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own)[0],
                                  network=network, abi=abi)
         self.ws = Workspace(self.workspace, secret=KEY, boundary=self.boundary)
 
@@ -204,7 +204,8 @@ NETWORK = [
     "{python} -c 'import socket; socket.socket(type=socket.SOCK_DGRAM).sendto(b\"key\", (\"127.0.0.1\", {udp}))'",
     "{python} -c 'import socket; socket.socket(socket.AF_INET6).connect((\"::1\", {port}))'",
     "{python} -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:{port}/\", timeout=2)'",
-    "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(\"127.0.0.1:{port}\") or exit 1; print \"in\"'",
+    "perl -MIO::Socket::INET -e 'IO::Socket::INET->new(\"127.0.0.1:{port}\") or die \"$@\"; print \"in\"'",
+    "curl -sS http://127.0.0.1:{port}/",
     "git ls-remote http://127.0.0.1:{port}/x.git",
     "{python} -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'",
 ]
@@ -219,7 +220,8 @@ def test_a_command_reaches_no_host_and_listens_on_no_port(tmp_path, command):
     finally:
         listener.close()
     assert listener.reached == [] and "bound" not in output
-    assert output.startswith("exit code ")
+    assert output.startswith("exit code ") and "(plainagent: the kernel sandbox refused the network: commands have " \
+        "no network, localhost included." in output
 
 
 def test_with_the_network_turned_on_a_command_connects(tmp_path):
@@ -240,11 +242,16 @@ def test_a_command_cannot_signal_or_read_the_agent_it_runs_under(tmp_path):
 
 def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
     tree = Tree(tmp_path)
-    note = f"the kernel sandbox refused access to {tree.home}/.bashrc: commands may write only inside the workspace"
+    note = f"the kernel sandbox refused writing {tree.home}/.bashrc: commands may write only inside the workspace"
     output = tree.run("echo owned >> ~/.bashrc")
     assert output.startswith("exit code 2:\n") and note in output
-    assert "only the user can allow more (PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on" in output
-    assert "refused access to /" in tree.run("rm -rf ../victim")
+    assert "only the user can allow it (PLAINAGENT_SANDBOX_WRITE=DIR in their settings, then a restart)" in output
+    assert f"refused writing {tree.victim}/" in tree.run("rm -rf ../victim")
+    read = tree.run("cat ~/.ssh/id_ed25519")
+    assert f"refused reading {tree.home}/.ssh/id_ed25519: commands may not read secret files" in read
+    assert "(PLAINAGENT_SANDBOX=off in their settings" in read
+    signal = tree.run(f"kill -0 {os.getpid()}")
+    assert "refused a signal: commands may not signal processes they did not start" in signal
     assert "refused the network" in tree.run("{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
     # A refusal inside the workspace is not the boundary's doing (a file the user made read-only): no note.
     assert tree.boundary.refusal_note(f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
@@ -256,7 +263,7 @@ def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
 def test_every_abi_up_to_this_kernels_is_enforced_as_far_as_it_goes(tmp_path, abi):
     tree = Tree(tmp_path, abi=abi)
     output = tree.run("echo x >> ../victim/notes.txt; rm ../victim/sub/deep.txt; echo in > app.py; cat app.py")
-    assert "\nin\n(plainagent: the kernel sandbox refused access to " in output
+    assert "\nin\n(plainagent: the kernel sandbox refused writing " in output
     truncated = tree.run("{python} -c 'import os; os.truncate(\"../victim/notes.txt\", 0)'") == "(no output)"
     assert truncated == (abi < 3)  # Landlock handles truncate(2) from ABI 3 on, and the start line says so
     assert ("truncating a file anywhere" in tree.boundary.describe()) == (abi < 3)
@@ -302,7 +309,7 @@ def test_a_workspace_holding_the_keys_env_keeps_it_from_commands(tmp_path):
     tree = Tree(tmp_path)
     (tree.program / "sub").mkdir()
     own = [tree.program / ".env", state_dir(), config_dir()]
-    tree.boundary = Boundary(tree.program, hidden_paths(tree.home, tree.program, own))
+    tree.boundary = Boundary(tree.program, hidden_paths(tree.home, tree.program, own)[0])
     tree.ws = Workspace(tree.program, secret=KEY, boundary=tree.boundary)
     assert f"(no new file in {tree.program}: it holds what commands may not read)" in tree.boundary.describe()
     for command in ["cat .env", "base64 .env", "cp .env sub/x; cat sub/x", "rm .env", "mv .env sub/", ": > .env"]:
@@ -310,21 +317,21 @@ def test_a_workspace_holding_the_keys_env_keeps_it_from_commands(tmp_path):
         assert "SECRET-MARKER" not in output and "U0VDUkVU" not in output, (command, output)
     assert (tree.program / ".env").read_bytes() == b"OPENAI_API_KEY=" + SECRET
     assert tree.run("echo y > sub/new.txt && cat sub/new.txt && echo z >> agent.py && tail -1 agent.py") == "y\nz"
-    assert f"the kernel sandbox refused access to {tree.program}/new.txt: " in tree.run("echo x > new.txt")
+    assert f"the kernel sandbox refused writing {tree.program}/new.txt: " in tree.run("echo x > new.txt")
 
 
 def test_with_the_home_folder_as_workspace_its_secrets_stay_hidden(tmp_path):
     tree = Tree(tmp_path)
-    tree.boundary = Boundary(tree.home, hidden_paths(tree.home, tree.home, [state_dir(), config_dir()]))
+    tree.boundary = Boundary(tree.home, hidden_paths(tree.home, tree.home, [state_dir(), config_dir()])[0])
     tree.ws = Workspace(tree.home, secret=KEY, boundary=tree.boundary)
     for command in READS[:5]:
         assert "SECRET-MARKER" not in tree.run(command), command
     assert tree.run("echo more >> .bashrc && mkdir -p .cargo/new && echo x > .cargo/new/f && cat .cargo/new/f") == "x"
     # ~/code holds another project's .env: it takes no new folder either, and the note says where it was refused
-    assert f"refused access to {tree.home}/code/new: " in tree.run("mkdir code/new")
+    assert f"refused writing {tree.home}/code/new: " in tree.run("mkdir code/new")
     output = tree.run("rm -rf .ssh")
     assert (tree.home / ".ssh/id_ed25519").read_bytes() == SECRET
-    assert f"(plainagent: the kernel sandbox refused access to {tree.home}/.ssh/config: commands may write " in output
+    assert f"(plainagent: the kernel sandbox refused reading {tree.home}/.ssh/config: commands may not read " in output
 
 
 def test_what_is_hidden_but_not_there_shuts_no_folder(tmp_path):
@@ -333,3 +340,19 @@ def test_what_is_hidden_but_not_there_shuts_no_folder(tmp_path):
     tree.ws = Workspace(tree.workspace, boundary=boundary)
     assert "no new file" not in boundary.describe()
     assert run_shell(tree.ws, "echo x > new.txt && cat new.txt", 10, boundary) == "x"
+
+
+def test_the_search_for_secrets_looks_in_dot_folders_first_and_says_when_it_stopped(tmp_path, monkeypatch):
+    tree = Tree(tmp_path)
+    (tree.home / "Pictures").mkdir()
+    for n in range(60):
+        (tree.home / "Pictures" / f"{n}.jpg").touch()
+    monkeypatch.setattr(landlock, "HOME_MAX_ENTRIES", 50)
+    hidden, searched = hidden_paths(tree.home, tree.workspace, [])
+    assert not searched and {tree.home / ".ssh", tree.home / ".aws/credentials", tree.home / ".netrc"} <= set(hidden)
+    assert "secrets unreadable where found (the home folder holds over 50 entries: the search stopped there)" in \
+        Boundary(tree.workspace, hidden, searched=searched).describe()
+    import shutil
+
+    shutil.rmtree(tree.home / "Pictures")
+    assert hidden_paths(tree.home, tree.workspace, [])[1] is True  # 50 is not reached without the pictures

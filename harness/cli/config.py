@@ -300,8 +300,8 @@ def command_boundary(config: Config) -> Boundary | None:
     if not config.sandbox:
         return None
     own = [config.env_file, state_dir(), config_dir(), config.log, Path(config.resume) if config.resume else None]
-    hidden = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
-    return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network)
+    hidden, searched = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
+    return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network, searched=searched)
 
 
 def read_task(prompt: str) -> str:

@@ -28,6 +28,7 @@ backup), read secrets inside the workspace, and connect to Unix socket files (a 
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import errno
 import os
@@ -59,10 +60,16 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
 SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
 HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.config/gh/hosts.yml is 3 down)
-HOME_MAX_ENTRIES = 20_000  # a home folder that big is searched no further for secrets: the start must stay quick
+HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
 SKIPPED = {"node_modules", ".git", ".cache", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}
 
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
+# A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
+NETWORK = re.compile(r"(?i)socket|connect|network")
+NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve host|name resolution|name or service|"
+                            r"nodename nor servname|getaddrinfo|ENOTFOUND|EAI_AGAIN|network is unreachable|"
+                            r"couldn't connect|could not connect|failed to connect|connection refused|"
+                            r"failed to establish a new connection|no matching distribution|unable to access 'http")
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
@@ -96,12 +103,13 @@ class Boundary:
     """One session's kernel boundary for commands: what the ruleset grants, and the ruleset itself."""
 
     def __init__(self, workspace: Path, hidden: list[Path], writable: list[Path] = (), network: bool = False,
-                 abi: int | None = None):
+                 abi: int | None = None, searched: bool = True):
         self.abi = abi_version() if abi is None else abi
         self.workspace = Path(workspace)
         self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
         self.extra = [Path(path) for path in writable]  # folders the user lets commands write in
         self.network = network
+        self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
         self.fd: int | None = None
 
@@ -117,24 +125,49 @@ class Boundary:
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
         shut = self.shut_folders()
         shut = f" (no new file in {', '.join(map(str, shut))}: it holds what commands may not read)" if shut else ""
+        secrets = "secrets unreadable" if self.searched else (
+            f"secrets unreadable where found (the home folder holds over {HOME_MAX_ENTRIES:,} entries: the search "
+            "stopped there)")
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
-                f"secrets unreadable (Landlock ABI {self.abi})")
+                f"{secrets} (Landlock ABI {self.abi})")
 
-    def refusal_note(self, output: str) -> str | None:
+    def refusal_note(self, output: str, status: str = "exit code 1") -> str | None:
         """A sentence for the model after a command met the boundary, so that it does not try the same thing in
-        ten other shapes; None when its output shows no refusal, or one the boundary did not make (a path in
-        the workspace)."""
-        paths = [self.named(line, refused) for line in output.splitlines() if (refused := REFUSED.search(line))]
-        paths = [path for named in paths for path in named or [None]]
-        if not paths or all(path and self.may_write(path) for path in paths):  # none, or inside: not the boundary's
+        ten other shapes, and asks the user instead: what was refused, by which wall, and the one setting that
+        would open it. None when nothing in the output shows the boundary's hand. `status` is how the command
+        ended ("exit code 0", "killed after 60 s ...")."""
+        reasons = [self.reason(line, refused, output) for line in output.splitlines()
+                   if (refused := REFUSED.search(line))]
+        reasons = [reason for reason in reasons if reason]
+        if not reasons and not self.network and status != "exit code 0":  # no socket: programs say it their way
+            if NETWORK_FAILED.search(output):
+                reasons = [("the network", "")]
+            elif status.startswith("killed after"):  # npm and pip retry for minutes before they give up
+                reasons = [("the network, if that is what it waited for", "")]
+        if not reasons:
             return None
-        outside = next((path for path in paths if path and not self.may_write(path)), None)
-        what = f"access to {outside}" if outside else "the network" if re.search(
-            r"(?i)socket|connect|network|resolve|host", output) and not self.network else "this command"
-        net = "" if self.network else ", have no network"
-        return (f"(plainagent: the kernel sandbox refused {what}: commands may write only inside the workspace "
-                f"and $TMPDIR{net}, and may not read secret files or plainagent's own; another shape of the "
-                f"command is refused the same way, and only the user can allow more ({SETTINGS}).)")
+        kind, path = reasons[0]
+        refused, wall, setting = {
+            "write": (f"writing {path}", "commands may write only inside the workspace"
+                      f"{''.join(f', {folder}' for folder in self.extra)} and $TMPDIR", "PLAINAGENT_SANDBOX_WRITE=DIR"),
+            "read": (f"reading {path}", "commands may not read secret files, the key's .env or plainagent's own files",
+                     "PLAINAGENT_SANDBOX=off"),
+            "signal": ("a signal", "commands may not signal processes they did not start", "PLAINAGENT_SANDBOX=off"),
+        }.get(kind, (kind, "commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"))
+        return (f"(plainagent: the kernel sandbox refused {refused}: {wall}. Another shape of the command is refused "
+                f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
+
+    def reason(self, line: str, refused: re.Match, output: str) -> tuple[str, str] | None:
+        """("write", path), ("read", path), ("signal", ""), ("the network", "") for a refusal's line of `output`;
+        None when the boundary did not make it (a file in the workspace the user made read-only)."""
+        if re.search(r"\bkill\b|signal", line[:refused.start()], re.IGNORECASE):
+            return ("signal", "")
+        if not (paths := self.named(line, refused)):
+            return ("the network", "") if not self.network and NETWORK.search(output) else None
+        path = next((path for path in paths if not self.may_write(path)), None)
+        if path is None:
+            return None
+        return ("read" if self.is_hidden(path) else "write", str(path))
 
     def named(self, line: str, refused: re.Match) -> list[Path]:
         """The paths a refusal's line names: Python's after it ("...denied: '/x'"); else the one before it, as sh,
@@ -142,7 +175,8 @@ class Boundary:
         after = PATH.findall(line[refused.end():])[:1]
         segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
         last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
-        named = after or ([last] if last and " " not in last else PATH.findall(segment))
+        path_like = last and " " not in last and ("/" in last or "." in last)  # not "kill", "IO::Socket::INET"
+        named = after or ([last] if path_like else PATH.findall(segment))
         return [Path(os.path.normpath(self.workspace / path)) for path in named]
 
     def present(self) -> list[Path]:
@@ -152,6 +186,10 @@ class Boundary:
 
     def writable(self) -> list[Path]:
         return [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
+
+    def is_hidden(self, path: Path) -> bool:
+        devices = path.is_relative_to("/dev") and str(path) not in DEVICES and not path.is_relative_to(SHARED_MEMORY)
+        return devices or any(path.is_relative_to(hidden) for hidden in self.hidden)
 
     def may_write(self, path: Path) -> bool:
         return any(path.is_relative_to(folder) for folder in self.writable()) and path.parent not in \
@@ -250,19 +288,23 @@ class Grants:
 # --- what commands may not read, found once per session ---
 
 
-def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> list[Path]:
+def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Path], bool]:
     """plainagent's own files (`own`: its .env, state and settings folders) and the secrets under the home
-    folder that secret_files.py names, HOME_DEPTH folders down at most; a folder whose every file
-    is secret (~/.ssh) is one entry. The workspace is not searched: it is the command's to read and write."""
+    folder that secret_files.py names, HOME_DEPTH folders down at most, the shallowest first and dot-folders
+    before the others at each depth (where tools keep credentials); a folder whose every file is secret (~/.ssh)
+    is one entry. The workspace is not searched: it is the command's to read and write. And whether the search
+    went through every folder (False: it stopped at HOME_MAX_ENTRIES, and the start line says so)."""
     found = [Path(path) for path in own]
-    folders, n_entries = [(Path(home), 0)], 0
-    while folders and n_entries < HOME_MAX_ENTRIES:
-        folder, depth = folders.pop()
+    folders, n_entries = collections.deque([(Path(home), 0)]), 0
+    while folders:
+        folder, depth = folders.popleft()
         try:
-            entries = list(os.scandir(folder))
+            entries = sorted(os.scandir(folder), key=lambda entry: not entry.name.startswith("."))
         except OSError:
             continue
         n_entries += len(entries)
+        if n_entries > HOME_MAX_ENTRIES:
+            return found, False
         for entry in entries:
             path = Path(entry.path)
             if path == workspace:
@@ -274,7 +316,7 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> list[Path]:
                     found.append(path.resolve())
             elif is_dir and depth + 1 < HOME_DEPTH and entry.name not in SKIPPED:
                 folders.append((path, depth + 1))
-    return found
+    return found, True
 
 
 def wipe_from_environ_block(name: str) -> bool:

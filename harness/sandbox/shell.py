@@ -66,7 +66,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact).removesuffix("\n")
-    if confine and (note := boundary.refusal_note(text)):  # the model learns it met a wall, not a glitch to retry
+    if confine and (note := boundary.refusal_note(text, status)):  # a wall, not a glitch to try again
         text = f"{text}\n{note}"
     if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"
