@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from harness.cli import display
-from harness.cli.display import LiveReply, Spinner
+from harness.cli.display import LiveReply, Spinner, summarize
 from harness.cli.terminal import Terminal, can_draw
 from harness.parser.toolcalls import parse_reply
 
@@ -323,3 +323,11 @@ def test_a_key_split_between_the_reasoning_and_the_text_is_never_shown(monkeypat
     monkeypatch.setattr("harness.cli.terminal.secret", KEY)
     screen, _ = shown([("reasoning", "thinking of sk-proj-disp"), ("text", "lay-0123456789 now")], tty=True)
     assert screen == "[thinking]\nthinking of [REDACTED]\n[end of thinking]\n[REDACTED] now\n"
+
+
+def test_what_the_kernel_sandbox_refused_is_shown_under_the_line():
+    output = ("exit code 2:\n/bin/sh: 1: cannot create /h/.bashrc: Permission denied\n(plainagent: the kernel sandbox "
+              "refused writing /h/.bashrc: commands may write only inside the workspace and $TMPDIR. Another shape "
+              "of the command is refused the same way; only the user can allow it.)")
+    assert summarize(output) == ("exit code 2: (+2 lines)\n  plainagent: the kernel sandbox refused writing /h/.bashrc "
+                                 "(/sandbox: what commands may do)")

@@ -356,3 +356,23 @@ def test_the_search_for_secrets_looks_in_dot_folders_first_and_says_when_it_stop
 
     shutil.rmtree(tree.home / "Pictures")
     assert hidden_paths(tree.home, tree.workspace, [])[1] is True  # 50 is not reached without the pictures
+
+
+def test_in_a_folder_of_a_repository_or_a_worktree_commits_still_work(tmp_path):
+    Tree(tmp_path)  # the home folder and a victim beside the repository
+    git = "git -c user.email=a@b.c -c user.name=n"
+    repository = tmp_path / "repo"
+    (repository / "package").mkdir(parents=True)
+    (repository / "top.txt").write_text("top\n")
+    import subprocess
+
+    subprocess.run(f"git init -q && {git} commit -q --allow-empty -m root && git worktree add -q ../wt", shell=True,
+                   cwd=repository, check=True)
+    for workspace in (repository / "package", tmp_path / "wt"):
+        boundary = Boundary(workspace, [])
+        ws = Workspace(workspace, boundary=boundary)
+        out = run_shell(ws, f"echo x > f && git add f && {git} commit -qm here && git log --oneline | wc -l", 10, boundary)
+        assert out == "2", out
+        assert f", {repository / '.git'}" in boundary.describe()
+        assert "refused writing" in run_shell(ws, "echo y >> ../top.txt", 10, boundary)  # the rest stays outside
+    assert (repository / "top.txt").read_text() == "top\n"

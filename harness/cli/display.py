@@ -25,6 +25,7 @@ from typing import TextIO
 from harness.cli import terminal
 from harness.cli.terminal import can_draw, count, escape
 from harness.parser.toolcalls import opens_call
+from harness.sandbox.landlock import REFUSAL_NOTE
 from harness.sandbox.redaction import Redactor
 from harness.sandbox.shell import failed
 
@@ -266,10 +267,13 @@ def outcome(name: str, ok: bool, output: str) -> str:
 
 
 def summarize(output: str) -> str:
-    """A result's first line, and how many more there are, for the activity log."""
+    """A result's first line, and how many more there are, for the activity log; and, under it, what the kernel
+    sandbox refused, if it did (the note the model reads ends the result: the user sees why too)."""
     lines = output.splitlines() or [""]
     more = f" (+{count(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
-    return lines[0][:150] + more
+    refused = next((line for line in lines[1:] if line.startswith(REFUSAL_NOTE)), "")
+    refused = f"\n  {refused[1:].split(': commands ')[0]} (/sandbox: what commands may do)" if refused else ""
+    return lines[0][:150] + more + refused
 
 
 def log(line: str) -> None:

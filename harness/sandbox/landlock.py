@@ -63,6 +63,7 @@ HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.conf
 HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
 SKIPPED = {"node_modules", ".git", ".cache", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}
 
+REFUSAL_NOTE = "(plainagent: the kernel sandbox refused "  # how the note for the model begins (display.py shows it)
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
 # A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
 NETWORK = re.compile(r"(?i)socket|connect|network")
@@ -108,6 +109,7 @@ class Boundary:
         self.workspace = Path(workspace)
         self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
         self.extra = [Path(path) for path in writable]  # folders the user lets commands write in
+        self.git = repository_outside(self.workspace)  # the .git of a repository the workspace is a part of
         self.network = network
         self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
@@ -119,7 +121,7 @@ class Boundary:
         """One line on what holds, for the start line and /sandbox."""
         if not self.abi:
             return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
-        extra = "".join(f", {folder}" for folder in self.extra)
+        extra = "".join(f", {folder}" for folder in [*self.git, *self.extra])
         truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
         net = "network allowed" if self.network else "no network" if self.abi >= 4 or network_filter() else \
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
@@ -154,7 +156,7 @@ class Boundary:
                      "PLAINAGENT_SANDBOX=off"),
             "signal": ("a signal", "commands may not signal processes they did not start", "PLAINAGENT_SANDBOX=off"),
         }.get(kind, (kind, "commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"))
-        return (f"(plainagent: the kernel sandbox refused {refused}: {wall}. Another shape of the command is refused "
+        return (f"{REFUSAL_NOTE}{refused}: {wall}. Another shape of the command is refused "
                 f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
 
     def reason(self, line: str, refused: re.Match, output: str) -> tuple[str, str] | None:
@@ -185,7 +187,7 @@ class Boundary:
         return [path for path in self.hidden if os.path.lexists(path)]
 
     def writable(self) -> list[Path]:
-        return [self.workspace, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
+        return [self.workspace, *self.git, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
 
     def is_hidden(self, path: Path) -> bool:
         devices = path.is_relative_to("/dev") and str(path) not in DEVICES and not path.is_relative_to(SHARED_MEMORY)
@@ -230,6 +232,26 @@ def close(fd: int, tmpdir: Path) -> None:
     """A session's boundary, put away: its ruleset closed, its temp folder removed."""
     os.close(fd)
     shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def repository_outside(workspace: Path) -> list[Path]:
+    """The git folders outside the workspace that commits made in it write: the repository's .git when the
+    workspace is a folder inside one (a monorepo's package), or a worktree's own folder and the repository's
+    common one (`.git` is then a file: "gitdir: PATH"). A commit is ordinary work; without these it fails."""
+    for folder in [workspace, *workspace.parents]:
+        dot_git = folder / ".git"
+        if dot_git.is_dir():
+            return [] if folder == workspace else [dot_git]
+        if dot_git.is_file():
+            try:
+                line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+                gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
+                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve() \
+                    if (gitdir / "commondir").is_file() else None
+            except OSError:
+                return []
+            return [path for path in (gitdir, common) if path and not path.is_relative_to(workspace)]
+    return []
 
 
 def handled_fs(abi: int) -> int:
