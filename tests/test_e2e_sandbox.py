@@ -73,8 +73,8 @@ def test_the_users_own_env_turns_the_sandbox_off_and_a_projects_cannot(agent_hom
         extra = own_settings(agent_home, endpoint, "PLAINAGENT_SANDBOX=off\n")
         done = agent_here(agent_home, project, endpoint, "-p", "append", "--yes", extra_env=extra)
         assert done.returncode == 0 and (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\nmine\n"
-        assert done.stderr.splitlines()[1] == ("commands: no kernel sandbox (turned off: PLAINAGENT_SANDBOX=off); "
-                                               "the deny rules only")
+        assert done.stderr.splitlines()[1] == (f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in "
+                                               f"{agent_home / '.env'}); the deny rules only")
         (agent_home / ".env").unlink()
         (project / ".env").write_text("PLAINAGENT_SANDBOX=off\nPLAINAGENT_SANDBOX_NETWORK=on\n"
                                       "PLAINAGENT_SANDBOX_WRITE=/\n")
@@ -87,15 +87,23 @@ def test_the_users_own_env_turns_the_sandbox_off_and_a_projects_cannot(agent_hom
     assert all(f"PLAINAGENT_SANDBOX{name} {verdict}" in done.stderr for name in ("", "_NETWORK", "_WRITE"))
 
 
-def test_sandbox_says_what_commands_can_touch(agent_home, project):
+def test_sandbox_says_what_commands_can_touch(agent_home, project, tmp_path):
+    (tmp_path / "home/.ssh").mkdir(parents=True)
     with FakeEndpoint([]) as endpoint:
         done = agent_here(agent_home, project, endpoint, stdin="/sandbox\n")
     assert done.returncode == 0
     lines = done.stderr.splitlines()
-    assert lines[1].startswith("commands: ") and f"{lines[1]}." in lines  # said at the start and again
+    assert lines[1].startswith("commands: ") and lines.count(lines[1]) == 2  # said at the start and again
+    shown = lines[lines.index(lines[1], 2):]
     if abi_version():
-        assert "Writable: " + str(project) in done.stderr and "Settings, in your .env or the environment: " \
-            "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off." in done.stderr
+        assert shown[1:4] == [f"  may write in: {project}, TMPDIR (a folder made at the first command), /dev/shm",
+                              f"  may not read: {tmp_path}/state/plainagent, ~/.ssh; "
+                              "/dev but its common devices",
+                              "  network: none, localhost included"]
+    assert shown[4 if abi_version() else 1] == ("  to change: PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or "
+                         f"PLAINAGENT_SANDBOX=off, in the .env beside agent.py ({agent_home / '.env'}) or the "
+                         "environment; plainagent takes them up when it starts again (--resume goes on with this "
+                         "session).")
 
 
 # A seccomp program that answers Landlock's first call, create_ruleset (444), with ENOSYS, as a kernel before 5.13

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from harness.cli.display import describe_tokens, log
 from harness.cli.terminal import hide_key
@@ -36,10 +37,11 @@ def describe_start(config, commands: str = "") -> str:
                       *config.notes])
 
 
-def describe_boundary(boundary: Boundary | None) -> str:
-    """One line on what commands can touch: the kernel boundary's, or that there is none."""
+def describe_boundary(boundary: Boundary | None, config) -> str:
+    """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off."""
     if boundary is None:
-        return "commands: no kernel sandbox (turned off: PLAINAGENT_SANDBOX=off); the deny rules only"
+        where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
+        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the deny rules only"
     return boundary.describe()
 
 
@@ -47,7 +49,7 @@ def show_start(config, boundary: Boundary | None) -> None:
     """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
     lines (describe_start's)."""
     hide_key(config.api_key)
-    log(describe_start(config, describe_boundary(boundary)))
+    log(describe_start(config, describe_boundary(boundary, config)))
 
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
@@ -181,15 +183,20 @@ def mode(session, argument: str) -> str:
 
 
 def sandbox(session, argument: str) -> str:
-    """/sandbox: what commands can touch: where they may write, the network (the kernel's boundary, landlock.py)."""
-    boundary = session.tools.workspace.boundary
-    line = describe_boundary(boundary)
-    if boundary is None or not boundary.abi:
-        return line
-    hidden = "; ".join(str(path) for path in boundary.hidden)
-    return (f"{line}.\nWritable: {', '.join(map(str, [boundary.workspace, *boundary.extra]))}, TMPDIR "
-            f"{boundary.tmpdir or '(made at the first command)'}, /dev/shm. Unreadable: {hidden}, and /dev but its "
-            f"common devices.\nSettings, in your .env or the environment: {SETTINGS}.")
+    """/sandbox: what commands can touch: where they may write, what they may not read, the network."""
+    boundary, config = session.tools.workspace.boundary, session.config
+    line = describe_boundary(boundary, config)
+    if boundary is not None and boundary.abi:
+        home = str(Path.home())
+        short = sorted(str(path).replace(home, "~", 1) if str(path).startswith(home + "/") else str(path)
+                       for path in boundary.present())
+        temp = boundary.tmpdir or "a folder made at the first command"
+        writable = ", ".join(map(str, [boundary.workspace, *boundary.git, *boundary.extra]))
+        line += "\n".join(["", f"  may write in: {writable}, TMPDIR ({temp}), /dev/shm",
+                           f"  may not read: {', '.join(short) or 'nothing found'}; /dev but its common devices",
+                           "  network: " + ("allowed" if boundary.network else "none, localhost included")])
+    return (f"{line}\n  to change: {SETTINGS}, in the .env beside agent.py ({config.env_file}) or the environment; "
+            "plainagent takes them up when it starts again (--resume goes on with this session).")
 
 
 def compact(session, argument: str) -> str:

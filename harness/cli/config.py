@@ -217,10 +217,11 @@ def parse_setting(name: str, variable: str, value: str):
                 raise ConfigError(f"{variable}={value!r}: {error}; list hosts separated by commas, e.g. "
                                   f"{variable}=\"docs.python.org, localhost\".") from None
         if name == "sandbox_write":
-            folders = tuple(Path(folder).expanduser() for folder in value.split(os.pathsep) if folder.strip())
+            folders = tuple(Path(folder.strip()).expanduser() for folder in re.split(f"[,{os.pathsep}]", value)
+                            if folder.strip())  # "~/.npm:~/go" as PATH is written, or "~/.npm, ~/go" as lists are
             if relative := [str(folder) for folder in folders if not folder.is_absolute()]:
                 raise ConfigError(f"{variable}={value!r}: {', '.join(relative)} is not an absolute path; list "
-                                  f"folders separated by '{os.pathsep}', e.g. {variable}=~/.cache/go-build")
+                                  f"folders separated by '{os.pathsep}' or ',', e.g. {variable}=~/.cache/go-build")
             return folders
         if name == "deny":
             try:
@@ -300,6 +301,10 @@ def command_boundary(config: Config) -> Boundary | None:
     if not config.sandbox:
         return None
     own = [config.env_file, state_dir(), config_dir(), config.log, Path(config.resume) if config.resume else None]
+    for folder in config.sandbox_write:
+        if not folder.is_dir():
+            config.notes.append(f"plainagent: PLAINAGENT_SANDBOX_WRITE names {folder}, which is not a folder: commands "
+                                "cannot write there (make it, then start plainagent again).")
     hidden, searched = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
     return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network, searched=searched)
 
