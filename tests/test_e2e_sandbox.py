@@ -136,13 +136,19 @@ def test_without_landlock_the_session_goes_on_and_says_so(install, project, tmp_
     assert (project / "made.txt").read_bytes() == b"made\n" and done.stdout == "Made.\n"
 
 
-@kernel
-def test_a_key_exported_before_the_start_is_not_in_the_agents_proc_environ(install, project):
-    """Landlock keeps a command out of the agent's memory, not out of /proc/PID/environ: the agent wipes it there."""
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc is Linux's")
+@pytest.mark.parametrize("sandbox", ["on", "off"])
+def test_a_key_exported_before_the_start_is_not_in_the_agents_proc_environ(install, project, sandbox):
+    """Landlock keeps a command out of the agent's memory, not out of /proc/PID/environ, which any process of the
+    user may read (as root, a command without capabilities may not read root's with them): the agent wipes the
+    key there at the start, sandbox or not."""
     read = command("base64 -w0 /proc/$(awk '{print $4}' /proc/$PPID/stat)/environ")  # the tether's parent: the agent
     with FakeEndpoint([read, "Read."]) as endpoint:
-        done = agent(install, project, endpoint, "-p", "look", "--yes")
+        done = agent(install, project, endpoint, "-p", "look", "--yes", extra_env={"PLAINAGENT_SANDBOX": sandbox})
     assert done.returncode == 0, done.stderr
     output = results_sent(endpoint, 1)[0]["output"]
+    if sandbox == "on" and os.geteuid() == 0 and abi_version():
+        assert "Permission denied" in output and KEY not in output
+        return
     environ = base64.b64decode(output)
     assert b"OPENAI_BASE_URL=" in environ and b"OPENAI_API_KEY=****" in environ and KEY.encode() not in environ

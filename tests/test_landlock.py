@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.directories import config_dir, state_dir
-from harness.sandbox import landlock
+from harness.sandbox import landlock, seccomp
 from harness.sandbox.landlock import Boundary, hidden_paths
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import Workspace
@@ -24,6 +24,7 @@ ABI = landlock.abi_version()
 pytestmark = pytest.mark.skipif(not ABI, reason="this kernel offers no Landlock")
 SECRET = b"SECRET-MARKER-7f3a\n"
 KEY = "sk-test-landlock-0123456789"
+NUMBERS = seccomp.SYSCALLS.get(os.uname().machine.lower(), {})  # keyctl and bpf, to call them by number
 PYTHON = f"{sys.executable} -I -S"  # without site-packages: a quick start for a shape that needs only the stdlib
 
 
@@ -251,7 +252,8 @@ def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
     assert f"refused reading {tree.home}/.ssh/id_ed25519: commands may not read secret files" in read
     assert "(PLAINAGENT_SANDBOX=off in their settings" in read
     signal = tree.run(f"kill -0 {os.getpid()}")
-    assert "refused a signal: commands may not signal processes they did not start" in signal
+    assert "refused a call on another process: commands may not signal or change processes they did not start" in \
+        signal
     assert "refused the network" in tree.run("{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
     # A refusal inside the workspace is not the boundary's doing (a file the user made read-only): no note.
     assert tree.boundary.refusal_note(f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
@@ -376,3 +378,57 @@ def test_in_a_folder_of_a_repository_or_a_worktree_commits_still_work(tmp_path):
         assert f", {repository / '.git'}" in boundary.describe()
         assert "refused writing" in run_shell(ws, "echo y >> ../top.txt", 10, boundary)  # the rest stays outside
     assert (repository / "top.txt").read_text() == "top\n"
+
+
+def test_a_command_holds_no_capability_and_changes_no_other_process(tmp_path):
+    """As root too: uid 0 keeps its files' ownership, not the powers (a BPF tracer, a device node, an immutable
+    file); and no process but the command's own is reniced, pinned or given limits (the agent hung at nofile=3)."""
+    tree = Tree(tmp_path)
+    assert tree.run("grep -h Cap /proc/self/status | cut -f2 | sort -u") == "0000000000000000"
+    for command in ["mknod disk b 7 0", f"prlimit --pid {os.getpid()} --nofile=3:3", f"renice -n 5 -p {os.getpid()}",
+                    f"taskset -p 1 {os.getpid()}", "chattr +i app.py", "hostname plainagent-was-here",
+                    *[f"{{python}} -c 'import ctypes; exit(ctypes.CDLL(None).syscall({number}, 0, -3, 0) + 1)'"
+                      for number in (NUMBERS["keyctl"], NUMBERS["bpf"]) if NUMBERS]]:
+        assert tree.run(command).startswith("exit code "), command
+    assert tree.run("nice -n 5 echo a && taskset -c 0 echo b && prlimit --nofile=100:100 echo c && ionice -c 3 echo d"
+                    ) == "a\nb\nc\nd"  # on itself: as ever
+    assert os.sched_getaffinity(0) and os.getpriority(os.PRIO_PROCESS, 0) == 0
+
+
+def test_a_secret_behind_a_linked_folder_is_hidden_where_it_really_is(tmp_path):
+    tree = Tree(tmp_path)
+    (tmp_path / "data/app").mkdir(parents=True)
+    (tmp_path / "data/app/.env").write_bytes(SECRET)
+    (tree.home / "projects").symlink_to(tmp_path / "data")
+    tree.boundary = Boundary(tree.workspace, hidden_paths(tree.home, tree.workspace, [])[0])
+    tree.ws = Workspace(tree.workspace, boundary=tree.boundary)
+    assert tmp_path / "data/app/.env" in tree.boundary.hidden
+    for command in ["cat ~/projects/app/.env", f"cat {tmp_path}/data/app/.env"]:
+        assert "SECRET-MARKER" not in tree.run(command)
+
+
+@pytest.mark.parametrize("folder", ["~", "~/.local", ".."])
+def test_a_folder_the_user_lets_commands_write_in_never_opens_what_is_hidden_in_it(tmp_path, folder):
+    """PLAINAGENT_SANDBOX_WRITE=~/.local (the README's advice once) held the state folder: its transcripts and
+    its record of allowed .env files stay unread and whole; its other entries are the command's."""
+    tree = Tree(tmp_path)
+    state = tree.home / ".local/state/plainagent"
+    (tree.home / ".local/lib").mkdir(parents=True)
+    state.mkdir(parents=True)
+    (state / "allowed-env").write_bytes(SECRET)
+    own = [tree.program / ".env", state]
+    extra = Path(os.path.normpath(tree.workspace / os.path.expanduser(folder)))
+    tree.boundary = Boundary(tree.workspace, hidden_paths(tree.home, tree.workspace, own)[0], [extra])
+    tree.ws = Workspace(tree.workspace, boundary=tree.boundary)
+    for command in ["cat ~/.local/state/plainagent/allowed-env", "echo '{{}}' >> ~/.local/state/plainagent/allowed-env",
+                    "cat ~/.ssh/id_ed25519", f"base64 {tree.program}/.env", "rm -rf ~/.local/state"]:
+        output = tree.run(command)
+        assert "SECRET-MARKER" not in output and "U0VDUkVU" not in output, command
+    assert (state / "allowed-env").read_bytes() == SECRET and (tree.program / ".env").exists()
+    assert tree.run("echo x > ~/.local/lib/x && cat ~/.local/lib/x") == "x"
+
+
+def test_a_hard_link_or_a_move_across_the_wall_is_explained(tmp_path):
+    tree = Tree(tmp_path)
+    for command in ["ln ../victim/notes.txt here", "mv ../victim/notes.txt .", "ln -s ../victim/notes.txt l && echo x >> l"]:
+        assert f"refused writing {tree.victim}/notes.txt: " in tree.run(command), command

@@ -66,7 +66,7 @@ def writes_a_disk(command: Command) -> bool:
     """A program that formats or partitions disks, or a disk device named anywhere in the command (`dd
     of=/dev/sda`, `> /dev/sda`, `cp x.img /dev/sdb`), `..` and a link followed: /dev/null and such are fine."""
     formats = r"mkfs.*|mk\w*fs|newfs\w*|mke2fs|mkswap|mformat|wipefs|\w*fdisk|parted|sgdisk|blkdiscard"
-    harmless = r"/dev/(null|zero|full|u?random|std(in|out|err)|tty|ptmx|(fd|pts|shm)/.*)"
+    harmless = r"/dev/(null|zero|full|u?random|std(in|out|err)|tty|ptmx|(fd|pts|shm|tcp|udp)/.*)"  # bash's /dev/tcp
     paths = {os.path.realpath(path) if os.path.islink(path) else path for word in set(command.words)
              if (path := path_of(re.sub(r"^-*[\w-]+=", "", word), command))}  # of=/dev/sda, --device=/dev/sda
     return bool(command.runs(formats)) or any(

@@ -6,9 +6,9 @@ list. Tried in --yes mode, 27 of 33 commands no rule foresaw got through: the ho
 python; the key read from the agent's .env. Codex CLI and Claude Code answer with the operating system, and so
 does this module, with the standard library alone (`ctypes`, the Landlock and seccomp system calls).
 
-The agent builds one Landlock ruleset per session (`Boundary.ruleset`) and a seccomp program, and the tether
-(tether.py) enters both in the command's own process before it runs the shell: the command and everything it
-starts are inside, the agent stays outside. Inside,
+The agent builds one Landlock ruleset per session (`Boundary.ruleset`) and a seccomp program (seccomp.py), and
+the tether (tether.py) enters both in the command's own process, capabilities dropped, before it runs the shell:
+the command and everything it starts are inside, the agent stays outside. Inside,
   - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
     private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
     /dev/shm and the few devices a command writes to (/dev/null, /dev/tty, ...);
@@ -16,21 +16,22 @@ starts are inside, the agent stays outside. Inside,
     ~/.netrc, ...), the .env beside agent.py, plainagent's own state and settings, and /dev but for those devices
     (as root, /dev/sda would be every file). Landlock grants and never denies, so "all but X" is granted as X's
     siblings, down each of X's folders (which keep the right to be listed);
-  - no network unless the user turns it on: Landlock refuses every TCP connect and bind (ABI 4 and later), and a
-    seccomp filter refuses any socket but a Unix one (UDP, raw) and io_uring, which would go round it;
+  - no network unless the user turns it on: Landlock refuses every TCP connect and bind (ABI 4 and later), and
+    seccomp any socket but a Unix one (UDP, raw) and io_uring, which would go round it;
   - no signal to a process outside, nor a connection to an abstract Unix socket made outside (ABI 6): `pkill
-    python` cannot kill the agent; and no set-user-ID gain (no_new_privs): `sudo` cannot step out.
+    python` cannot kill the agent; seccomp refuses the calls that change another process (prlimit, renice), BPF
+    and the kernel's keyrings; no capability, even as root, and no set-user-ID gain (no_new_privs).
 Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
 what this kernel has is enforced, and `Boundary.describe` says what that is, for the start line and /sandbox.
 Not covered: a command may still change or delete anything in the workspace (that is its job; git is the
-backup), read secrets inside the workspace, and connect to Unix socket files (a Docker daemon's).
+backup), change a file's mode or times outside (Landlock covers content and names), and connect to Unix socket
+files (a Docker daemon's).
 """
 
 from __future__ import annotations
 
 import collections
 import ctypes
-import errno
 import os
 import re
 import shutil
@@ -41,6 +42,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.secret_files import is_secret
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
@@ -61,7 +63,7 @@ DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
 HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.config/gh/hosts.yml is 3 down)
 HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
-SKIPPED = {"node_modules", ".git", ".cache", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}
+SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
 
 REFUSAL_NOTE = "(plainagent: the kernel sandbox refused "  # how the note for the model begins (display.py shows it)
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
@@ -72,7 +74,9 @@ NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve hos
                             r"couldn't connect|could not connect|failed to connect|connection refused|"
                             r"failed to establish a new connection|no matching distribution|unable to access 'http")
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
-REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges")
+# EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
+REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
+                     r"invalid cross-device link|EXDEV")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
 PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
 
@@ -123,7 +127,7 @@ class Boundary:
             return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
         extra = "".join(f", {folder}" for folder in [*self.git, *self.extra])
         truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
-        net = "network allowed" if self.network else "no network" if self.abi >= 4 or network_filter() else \
+        net = "network allowed" if self.network else "no network" if self.abi >= 4 or seccomp_program(False) else \
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
         shut = self.shut_folders()
         shut = f" (no new file in {', '.join(map(str, shut))}: it holds what commands may not read)" if shut else ""
@@ -154,7 +158,8 @@ class Boundary:
                       f"{''.join(f', {folder}' for folder in self.extra)} and $TMPDIR", "PLAINAGENT_SANDBOX_WRITE=DIR"),
             "read": (f"reading {path}", "commands may not read secret files, the key's .env or plainagent's own files",
                      "PLAINAGENT_SANDBOX=off"),
-            "signal": ("a signal", "commands may not signal processes they did not start", "PLAINAGENT_SANDBOX=off"),
+            "signal": ("a call on another process", "commands may not signal or change processes they did not start",
+                       "PLAINAGENT_SANDBOX=off"),
         }.get(kind, (kind, "commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"))
         return (f"{REFUSAL_NOTE}{refused}: {wall}. Another shape of the command is refused "
                 f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
@@ -162,7 +167,7 @@ class Boundary:
     def reason(self, line: str, refused: re.Match, output: str) -> tuple[str, str] | None:
         """("write", path), ("read", path), ("signal", ""), ("the network", "") for a refusal's line of `output`;
         None when the boundary did not make it (a file in the workspace the user made read-only)."""
-        if re.search(r"\bkill\b|signal", line[:refused.start()], re.IGNORECASE):
+        if re.search(r"\b(kill|signal|prlimit|renice|taskset|ionice|resource limit)", line[:refused.start()], re.I):
             return ("signal", "")
         if not (paths := self.named(line, refused)):
             return ("the network", "") if not self.network and NETWORK.search(output) else None
@@ -177,9 +182,11 @@ class Boundary:
         after = PATH.findall(line[refused.end():])[:1]
         segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
         last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
-        path_like = last and " " not in last and ("/" in last or "." in last)  # not "kill", "IO::Socket::INET"
+        path_like = last and " " not in last and (  # not "kill", "IO::Socket::INET"
+            "/" in last or "." in last or os.path.lexists(self.workspace / last))
         named = after or ([last] if path_like else PATH.findall(segment))
-        return [Path(os.path.normpath(self.workspace / path)) for path in named]
+        # Where it really is: a link in the workspace to a file outside was refused as that file.
+        return [Path(os.path.realpath(self.workspace / path)) for path in named]
 
     def present(self) -> list[Path]:
         """What is hidden and exists: a folder not there yet (the state folder, before the first session) would
@@ -317,9 +324,12 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
     is one entry. The workspace is not searched: it is the command's to read and write. And whether the search
     went through every folder (False: it stopped at HOME_MAX_ENTRIES, and the start line says so)."""
     found = [Path(path) for path in own]
-    folders, n_entries = collections.deque([(Path(home), 0)]), 0
+    folders, n_entries, seen = collections.deque([(Path(home), 0)]), 0, set()
     while folders:
         folder, depth = folders.popleft()
+        if folder.resolve() in seen:  # a link back to a folder already searched
+            continue
+        seen.add(folder.resolve())
         try:
             entries = sorted(os.scandir(folder), key=lambda entry: not entry.name.startswith("."))
         except OSError:
@@ -336,8 +346,10 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
                 found.append(path)
                 if entry.is_symlink():  # its target holds the secret: hidden too
                     found.append(path.resolve())
-            elif is_dir and depth + 1 < HOME_DEPTH and entry.name not in SKIPPED:
-                folders.append((path, depth + 1))
+            elif entry.is_dir() and depth + 1 < HOME_DEPTH and entry.name not in SKIPPED:
+                # A linked folder (~/projects -> /data/projects) is searched where it leads: that is what the
+                # kernel sees, so what is found there is hidden by its real path.
+                folders.append((path.resolve() if entry.is_symlink() else path, depth + 1))
     return found, True
 
 
@@ -358,29 +370,3 @@ def wipe_from_environ_block(name: str) -> bool:
         return False
     ctypes.memset(address, ord("*"), min(len(ctypes.string_at(address)), end - address))
     return True
-
-
-# --- the seccomp program the tether installs with the ruleset (tether.py enters both) ---
-
-
-def network_filter() -> bytes:
-    """A seccomp program refusing socket() for any family but AF_UNIX (EACCES) and io_uring_setup (ENOSYS), on
-    x86-64 and arm64; b"" elsewhere (there Landlock's TCP rule is what holds)."""
-    machine = os.uname().machine.lower()
-    arch, socket_nr = {"x86_64": (0xC000003E, 41), "amd64": (0xC000003E, 41),
-                       "aarch64": (0xC00000B7, 198), "arm64": (0xC00000B7, 198)}.get(machine, (0, 0))
-    if not arch:
-        return b""
-    io_uring_setup, af_unix = 425, 1
-    ld, jeq, ret, jge = 0x20, 0x15, 0x06, 0x35  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K, BPF_JMP|JGE|K
-    allow, denied, no_such = 0x7FFF0000, 0x00050000 | errno.EACCES, 0x00050000 | errno.ENOSYS
-
-    def op(code, k, jt=0, jf=0):
-        return struct.pack("=HBBI", code, jt, jf, k)
-
-    return b"".join([
-        op(ld, 4), op(jeq, arch, 1, 0), op(ret, denied),  # another architecture's calls (i386 on x86-64): refused
-        op(ld, 0), op(jge, 0x40000000, 0, 1), op(ret, denied),  # x32's numbers
-        op(jeq, io_uring_setup, 0, 1), op(ret, no_such),
-        op(jeq, socket_nr, 0, 4), op(ld, 16), op(jeq, af_unix, 0, 1), op(ret, allow), op(ret, denied),
-        op(ret, allow)])

@@ -44,6 +44,13 @@ SECRET_NAMES = [
     ".kube/config", "kubeconfig", "*.kubeconfig", "kubeconfig.yaml", "kubeconfig.yml",
     # Terraform state and variables hold every secret a deployment used, in plain text
     "*.tfstate", "*.tfvars", "*.tfvars.json",
+    # what shells and REPLs remember: `export TOKEN=...`, `curl -H "Authorization: ..."` typed once
+    ".bash_history", ".zsh_history", ".sh_history", ".history", ".python_history", ".psql_history",
+    ".mysql_history", ".sqlite_history", ".node_repl_history", ".rediscli_history",
+    # tools' own logins: pass, Claude Code, GitHub Copilot, AWS SSO, Kaggle, Databricks, Hugging Face, Firebase
+    ".password-store/**", ".claude/.credentials.json", "github-copilot/**", ".aws/sso/cache/*.json",
+    ".aws/cli/cache/*.json", "kaggle.json", ".databrickscfg", "huggingface/token", ".huggingface/token",
+    "serviceaccountkey.json",
 ]
 # A copy an editor or a tool leaves beside a file holds what the file holds: the name without what the copy
 # adds before (`#.env#` and `.#.env` of Emacs, `~$` of Office) or after it (`~`, `.bak`, `.swp` of vim, `.1`

@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.sandbox.landlock import Boundary, network_filter
+from harness.sandbox.landlock import Boundary
+from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.workspace import Workspace
 
 OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
@@ -43,7 +44,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
     confine = []  # the tether's arguments that put the command inside the boundary: the ruleset, the seccomp program
     if boundary is not None and boundary.abi:
-        confine = [str(boundary.ruleset()), "" if boundary.network else network_filter().hex()]
+        confine = [str(boundary.ruleset()), seccomp_program(boundary.network).hex()]
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
     process, tether = start(command, ws.root, env, confine)
     output = HeadAndTail(OUTPUT_MAX_BYTES)

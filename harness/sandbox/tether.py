@@ -25,6 +25,8 @@ import signal
 import sys
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2  # linux/prctl.h, linux/seccomp.h
+PR_SET_SECUREBITS, PR_CAPBSET_DROP, CAPABILITY_VERSION_3 = 28, 24, 0x20080522  # linux/capability.h
+SECURE_NOROOT_LOCKED = 0b11  # SECBIT_NOROOT and its lock: uid 0 gains no capability by executing a file
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture
 SHELL = "/system/bin/sh" if hasattr(sys, "getandroidapilevel") else "/bin/sh"  # subprocess's shell=True choice
 
@@ -73,18 +75,28 @@ def run(command: str, watch: int, boundary: list[str]) -> None:
 
 
 def confine(ruleset: int, seccomp: bytes) -> None:
-    """Enter the kernel boundary the agent built (landlock.py): no new privileges, the seccomp program if given,
-    then the Landlock ruleset; or end here, for a command never runs outside the boundary the start line promised.
-    Three calls, made here rather than in landlock.py so that each command starts without loading it (15 ms)."""
+    """Enter the kernel boundary the agent built (landlock.py): no capabilities (a command run as root keeps the
+    ownership of root's files, not the power to load a BPF program, make a device node or mark a file immutable),
+    no new privileges, the seccomp program, then the Landlock ruleset; or end here, for a command never runs
+    outside the boundary the start line promised. Made here rather than in landlock.py so that each command
+    starts without loading it (15 ms)."""
     import ctypes
     import struct
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     no, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)  # prctl's arguments are unsigned longs, never stray bits
+    # Root's: the bounding set emptied and root's special rules locked off, so nothing executed gets them back.
+    # Refused (EPERM) to a user who holds no capability: then there is nothing to drop.
+    libc.prctl(PR_SET_SECUREBITS, ctypes.c_ulong(SECURE_NOROOT_LOCKED), zero, zero, zero)
+    for capability in range(64):
+        libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(capability), zero, zero, zero)
+    header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)  # this process; its capability sets, all empty
     program = ctypes.create_string_buffer(seccomp)
     fprog = struct.pack("HxxxxxxQ", len(seccomp) // 8, ctypes.addressof(program))  # struct sock_fprog
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, no, zero, zero, zero) != 0:
+    if libc.capset(header, bytes(24)) != 0:
+        failed = "dropping capabilities"
+    elif libc.prctl(PR_SET_NO_NEW_PRIVS, no, zero, zero, zero) != 0:
         failed = "no_new_privs"
     elif seccomp and libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), ctypes.c_char_p(fprog), zero,
                                 zero) != 0:

@@ -1,0 +1,65 @@
+"""The seccomp program every command runs under, beside Landlock (landlock.py): what Landlock does not cover.
+
+The failures it prevents, each found by trying: `prlimit --pid AGENT --nofile=3:3` hung the agent, and renice or
+taskset reach any process of the user (Landlock's scopes stop signals and ptrace, not these); run as root, a
+command loaded a BPF tracer that read the agent's next request, key and all; UDP and raw sockets are not
+Landlock's to refuse. The program is a list of rules, each a system call by its number, refused outright or
+unless its arguments name the command itself; it is built here, and tether.py installs it (PR_SET_SECCOMP) with
+the Landlock ruleset, in the command's process before the shell starts.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+
+# System call numbers on x86-64 and arm64: those a command may call on itself only, those it may not call at all.
+SYSCALLS = {
+    "x86_64": {"arch": 0xC000003E, "socket": 41, "io_uring_setup": 425, "bpf": 321, "perf_event_open": 298,
+               "add_key": 248, "request_key": 249, "keyctl": 250, "prlimit64": 302, "setpriority": 141,
+               "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
+               "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279},
+    "aarch64": {"arch": 0xC00000B7, "socket": 198, "io_uring_setup": 425, "bpf": 280, "perf_event_open": 241,
+                "add_key": 217, "request_key": 218, "keyctl": 219, "prlimit64": 261, "setpriority": 140,
+                "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
+                "ioprio_set": 30, "migrate_pages": 238, "move_pages": 239},
+}
+SYSCALLS["amd64"], SYSCALLS["arm64"] = SYSCALLS["x86_64"], SYSCALLS["aarch64"]
+
+
+def seccomp_program(network: bool) -> bytes:
+    """The seccomp program the tether installs (x86-64 and arm64; b"" elsewhere, where Landlock alone holds):
+      - no call on another process (prlimit, renice, taskset, ... on the agent: Landlock's scopes stop signals
+        and ptrace, not these), only on the command itself (pid 0);
+      - no BPF, perf events or kernel keyrings: a tracer sees every process of the user, the keyring their keys;
+      - without the network, no socket but a Unix one (UDP and raw are not Landlock's), and no io_uring, whose
+        sockets would not pass through socket();
+      - no call of another architecture (32-bit x86 on x86-64) or of x32: their numbers are other numbers."""
+    numbers = SYSCALLS.get(os.uname().machine.lower())
+    if numbers is None:
+        return b""
+    eperm, eacces, enosys = (0x00050000 | code for code in (errno.EPERM, errno.EACCES, errno.ENOSYS))
+    rules = [(name, [(16, 0)], eperm) for name in ("prlimit64", "sched_setaffinity", "sched_setscheduler",
+                                                   "sched_setparam", "sched_setattr", "migrate_pages", "move_pages")]
+    rules += [("setpriority", [(16, 0), (24, 0)], eperm), ("ioprio_set", [(16, 1), (24, 0)], eperm)]
+    rules += [(name, [], eperm) for name in ("bpf", "perf_event_open", "add_key", "request_key", "keyctl")]
+    if not network:
+        rules += [("socket", [(16, 1)], eacces), ("io_uring_setup", [], enosys)]  # AF_UNIX is 1
+    program = [op(LD, 4), op(JEQ, numbers["arch"], 1, 0), op(RET, eacces),  # another architecture's call
+               op(LD, 0), op(JGE, 0x40000000, 0, 1), op(RET, eacces)]  # x32's numbers
+    for name, checks, refusal in rules:  # each: the call by its number; allowed when every argument checked is so
+        length = 3 + 2 * len(checks) + (1 if checks else 0)
+        program += [op(LD, 0), op(JEQ, numbers[name], 0, length - 2)]
+        for n, (offset, value) in enumerate(checks):  # the low 32 bits of argument n (little-endian machines)
+            program += [op(LD, offset), op(JEQ, value, 0, length - 5 - 2 * n)]
+        program += ([op(RET, ALLOW)] if checks else []) + [op(RET, refusal)]
+    return b"".join(program + [op(RET, ALLOW)])
+
+
+LD, JEQ, JGE, RET, ALLOW = 0x20, 0x15, 0x35, 0x06, 0x7FFF0000  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, ..|JGE|K, BPF_RET|K
+
+
+def op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    """One BPF instruction (struct sock_filter)."""
+    return struct.pack("=HBBI", code, jt, jf, k)
