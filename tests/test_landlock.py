@@ -432,3 +432,19 @@ def test_a_hard_link_or_a_move_across_the_wall_is_explained(tmp_path):
     tree = Tree(tmp_path)
     for command in ["ln ../victim/notes.txt here", "mv ../victim/notes.txt .", "ln -s ../victim/notes.txt l && echo x >> l"]:
         assert f"refused writing {tree.victim}/notes.txt: " in tree.run(command), command
+
+
+def test_a_temp_folder_left_by_a_killed_session_goes_at_the_next_start(tmp_path, monkeypatch):
+    import subprocess
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its number belongs to no process now
+    for pid in (gone.pid, os.getpid()):
+        (tmp_path / f"plainagent-{pid}-abc").mkdir()
+    (tmp_path / "plainagent-program").mkdir()  # not a session's
+    tree = Tree(tmp_path)
+    tree.run("true")
+    assert sorted(path.name for path in tmp_path.glob("plainagent-*")) == sorted([
+        f"plainagent-{os.getpid()}-abc", "plainagent-program", tree.boundary.tmpdir.name])

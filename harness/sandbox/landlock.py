@@ -216,7 +216,8 @@ class Boundary:
     def ruleset(self) -> int:
         """The session's ruleset, built at the first command: a file descriptor the tether enters."""
         if self.fd is None:
-            self.tmpdir = Path(tempfile.mkdtemp(prefix="plainagent-"))
+            remove_left_behind()
+            self.tmpdir = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))
             fd = create_ruleset(self.abi, self.network)
             try:
                 rights = handled_fs(self.abi)
@@ -233,6 +234,20 @@ class Boundary:
             self.fd = fd
             weakref.finalize(self, close, fd, self.tmpdir)  # when the session ends: at exit, or when dropped
         return self.fd
+
+
+def remove_left_behind() -> None:
+    """The temp folders of sessions whose process is gone (killed with -9: nothing ran at its end)."""
+    for folder in Path(tempfile.gettempdir()).glob("plainagent-*-*"):
+        try:
+            pid = int(folder.name.split("-")[1])
+            if folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)  # there still (or its number taken since): left alone
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (ValueError, OSError):  # not one of ours, or not ours to know about
+            continue
 
 
 def close(fd: int, tmpdir: Path) -> None:
