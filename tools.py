@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
-from harness.cli.terminal import count
+from harness.common.words import count
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered

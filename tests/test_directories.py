@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import instructions, task_reader
-from harness.cli.directories import config_dir, state_dir
+from harness.common.directories import config_dir, state_dir
 from harness.history import transcript
 
 

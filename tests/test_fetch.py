@@ -18,9 +18,10 @@ from fake_endpoint import QuietServer
 
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
+from harness.common.hosts import parse_hosts
 from harness.parser.toolcalls import ToolCall
 from harness.sandbox import fetch as fetching
-from harness.sandbox.fetch import check_addresses, fetch, non_public, parse_hosts, render_page
+from harness.sandbox.fetch import check_addresses, fetch, non_public, render_page
 from harness.sandbox.html_text import html_to_text
 from harness.sandbox.permissions import FETCH_OFF, Permissions
 from harness.sandbox.workspace import ToolError, Workspace

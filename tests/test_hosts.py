@@ -6,8 +6,9 @@ import pytest
 
 from harness.cli import config
 from harness.cli.args import parse_args
-from harness.model import client, hosts
-from harness.model.hosts import is_local, is_loopback
+from harness.common import hosts
+from harness.common.hosts import is_local, is_loopback
+from harness.model import client
 
 LOOPBACK = ["http://localhost:11434/v1", "http://LOCALHOST./v1", "http://127.0.0.1:8000/v1", "http://127.1.2.3/v1",
             "http://[::1]:1234/v1"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.directories import config_dir, state_dir
+from harness.common.directories import config_dir, state_dir
 from harness.sandbox import landlock, seccomp
 from harness.sandbox.landlock import Boundary, hidden_paths
 from harness.sandbox.shell import run_shell

@@ -8,6 +8,7 @@ from test_agent import ScriptedModel, args
 import agent
 from agent import build_session
 from harness.cli.config import Config, ConfigError, load_config
+from harness.cli.terminal import TerminalConfirm
 from harness.sandbox.permissions import READ_ONLY, Permissions
 from harness.sandbox.workspace import Workspace
 
@@ -76,7 +77,11 @@ def test_the_workspace_refuses_writes_in_read_only_mode_even_if_a_tool_is_reache
 
 def test_edits_mode_shows_the_diff_in_the_activity_log_without_asking(tmp_path, capsys):
     (tmp_path / "app.py").write_text("x = 1\n")
-    permissions = Permissions("edits", ask=lambda *question: pytest.fail("asked"), log=agent.log)
+    class NeverAsked(TerminalConfirm):  # the terminal's preview, and no question
+        def __call__(self, *question):
+            pytest.fail("asked")
+
+    permissions = Permissions("edits", ask=NeverAsked(tmp_path), log=agent.log)
     model = ScriptedModel('tool: edit_file({"path": "app.py", "old_str": "x = 1", "new_str": "x = 2"})', "done")
     session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
     session.run("go")

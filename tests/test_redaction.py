@@ -9,9 +9,9 @@ import pytest
 import agent
 from agent import build_session
 from harness.cli.config import Config
+from harness.common.redaction import leaks, redact
 from harness.history.transcript import Transcript, load
 from harness.model.client import ChatError, Reply
-from harness.sandbox.redaction import leaks, redact
 from harness.sandbox.workspace import Workspace
 
 LONG_KEY = "sk-proj-0123456789abcdefABCDEF"
@@ -128,7 +128,7 @@ def test_an_error_line_follows_the_same_rule(tmp_path, capsys, key, shown):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_a_text_arriving_in_pieces_never_shows_the_key_however_it_is_split(seed):
-    from harness.sandbox.redaction import Redactor
+    from harness.common.redaction import Redactor
     key = "sk-proj-pieces-0123456789"
     text = f"a {key} b sk-p {key}{key} s c sk-proj-pie"
     rng = random.Random(seed)

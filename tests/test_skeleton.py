@@ -66,3 +66,15 @@ def test_the_card_stays_a_card_and_no_module_grows_past_what_a_reader_takes_in()
         assert len(source.splitlines()) <= 400, module
         if "harness" in module.parts:
             assert not re.search(r"^\s*(from|import) (agent|tools)\b", source, re.MULTILINE), module
+
+
+def test_layers_run_one_way():
+    """The user's side (harness/cli) sits on top: nothing under the seams imports it, not even for a type; the
+    small shared helpers (harness/common) import nothing of plainagent's but each other."""
+    root = Path(__file__).resolve().parent.parent / "harness"
+    for module in sorted(root.rglob("*.py")):
+        source = module.read_text(encoding="utf-8")
+        if module.parent.name in ("sandbox", "history", "parser", "model", "common"):
+            assert not re.search(r"^\s*(from|import) harness\.cli\b", source, re.MULTILINE), module
+        if module.parent.name == "common":
+            assert not re.search(r"^\s*(from|import) (harness(?!\.common)|agent|tools|prompt)\b", source, re.M), module

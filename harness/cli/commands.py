@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.cli.display import describe_tokens, log
 from harness.cli.terminal import hide_key
-from harness.model.hosts import shown_url
+from harness.common.hosts import shown_url
 from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
 from harness.sandbox.landlock import SETTINGS, Boundary

@@ -21,14 +21,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.cli import project_env
-from harness.cli.directories import config_dir, state_dir
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
-from harness.model.hosts import is_local, parse_hosts, shown_url
+from harness.common.directories import config_dir, state_dir
+from harness.common.hosts import is_local, parse_hosts, shown_url
+from harness.common.redaction import redact
 from harness.sandbox.documents import is_text
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.landlock import Boundary, hidden_paths, wipe_from_environ_block
 from harness.sandbox.permissions import MODES
-from harness.sandbox.redaction import redact
 
 
 @dataclass

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.cli.directories import config_dir
+from harness.common.directories import config_dir
 from harness.sandbox.documents import BOM
 from harness.sandbox.secret_files import is_secret
 from harness.sandbox.workspace import PathRefused, Workspace

@@ -35,8 +35,8 @@ from pathlib import Path
 
 from dotenv import dotenv_values
 
-from harness.cli.directories import allowed_env_record
-from harness.model.hosts import is_local
+from harness.common.directories import allowed_env_record
+from harness.common.hosts import is_local
 
 KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
 MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"

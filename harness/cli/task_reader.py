@@ -17,9 +17,9 @@ import select
 import sys
 from pathlib import Path
 
-from harness.cli.directories import state_dir
 from harness.cli.terminal import escape
 from harness.cli.typed_ahead import TypedAhead
+from harness.common.directories import state_dir
 
 try:
     import fcntl

@@ -22,7 +22,8 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.sandbox.redaction import is_secret_key, redact
+from harness.common.redaction import is_secret_key, redact
+from harness.common.words import count
 
 try:
     import fcntl
@@ -212,10 +213,6 @@ def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], st
             + [show(line) for line in lines[-PREVIEW_TAIL:]])
 
 
-def count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
 YES_WORDS = {"y", "yes", "yeah", "yep", "yup", "ok", "okay", "sure", "fine", "lgtm", "go", "do"}
 POLITE_WORDS = YES_WORDS | {"ahead", "it", "for", "please", "thanks", "thank", "you"}
 NO_WORDS = {"n", "no", "nope", "nah"}
@@ -250,6 +247,10 @@ class TerminalConfirm:
         self.terminal = terminal  # where to ask when stdin is a terminal
         self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
         self.unasked: list[str] = []  # what was refused because nobody could be asked ("create a.py", "run ls")
+
+    def preview(self, kind: str, title: str, preview: str) -> str:
+        """What the question would show before asking: for an edit applied without asking (mode edits)."""
+        return render_question(kind, title, preview)[0].strip("\n")
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
         if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.cli.terminal import count
+from harness.common.words import count
 from harness.history.budget import Budget
 from harness.sandbox.permissions import READING_TOOLS
 from prompt import render_result, render_results

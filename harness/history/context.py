@@ -31,7 +31,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from harness.cli.terminal import count
+from harness.common.redaction import is_secret_key, redact
+from harness.common.words import count
 from harness.history.budget import COMPACT_AT, Budget, window_refusal
 from harness.history.compaction import (
     COMPACT_TO,
@@ -45,7 +46,6 @@ from harness.history.transcript import Transcript
 from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import CallResult, opens_call
 from harness.sandbox.documents import split_lines
-from harness.sandbox.redaction import is_secret_key, redact
 from prompt import render_result, render_results
 
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize

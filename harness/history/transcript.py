@@ -32,10 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cli.directories import state_dir
-from harness.model.hosts import shown_url
+from harness.common.directories import state_dir
+from harness.common.hosts import shown_url
+from harness.common.redaction import is_secret_key, redact
 from harness.sandbox.permissions import MODES, describe
-from harness.sandbox.redaction import is_secret_key, redact
 
 try:
     import fcntl

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 import urllib3
 
-from harness.model.hosts import hide_credentials, is_loopback, shown_url
+from harness.common.hosts import hide_credentials, is_loopback, shown_url
 from harness.model.replies import (
     ChatError,
     Reply,

@@ -15,15 +15,20 @@ The bare seam is the client (client.py: one POST, its retries, one clear line pe
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
 from harness.model.client import Client
 from harness.model.replies import ChatError, Reply
 
 if TYPE_CHECKING:  # for the annotations only: the history module does not need to load for this one
-    from harness.cli.display import LiveReply
     from harness.history.context import Context
+
+
+class Display(Protocol):  # the user's side shows the reply (cli/display.py's LiveReply): what this seam needs of it
+    def start(self) -> None: ...
+    def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning" or "restart"
+    def finish(self) -> None: ...
 
 MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
 
@@ -31,7 +36,7 @@ MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the bud
 class Model:
     """The client, shown, counted, and kept inside the window; `chat(messages) -> Reply` like the client's."""
 
-    def __init__(self, client: Client, display: LiveReply | None = None, history: Context | None = None,
+    def __init__(self, client: Client, display: Display | None = None, history: Context | None = None,
                  tokens: dict | None = None):
         self.client = client
         self.display = display  # shows each turn's reply as it streams in; None shows nothing

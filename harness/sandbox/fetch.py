@@ -35,7 +35,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 
-from harness.model.hosts import host_of, is_loopback, parse_hosts  # noqa: F401  (parse_hosts: where it was)
+from harness.common.hosts import host_of, is_loopback
 from harness.sandbox.html_text import html_to_text
 from harness.sandbox.workspace import ToolError
 

@@ -16,7 +16,8 @@ import os
 import stat
 from pathlib import Path
 
-from harness.cli.terminal import count
+from harness.common.redaction import REDACTED
+from harness.common.words import count
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
 from harness.sandbox.edits import (
     check_python_edit,
@@ -26,7 +27,6 @@ from harness.sandbox.edits import (
     replace_once,
     unified_diff,
 )
-from harness.sandbox.redaction import REDACTED
 from harness.sandbox.search import suggest_paths
 from harness.sandbox.workspace import ToolError, Workspace
 

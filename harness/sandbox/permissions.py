@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.cli.terminal import render_question
 from harness.sandbox.workspace import Confirm
 
 MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe() says what each asks
@@ -42,7 +41,8 @@ FETCH_OFF = ("web_fetch is turned off for this session (PLAINAGENT_FETCH=off). W
 class Permissions:
     mode: str = "ask"  # one of MODES
     ask: Confirm | None = None  # the question at the terminal; None approves (no one to ask, as in tests)
-    log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown
+    log: Callable[[str], None] = lambda line: None  # where an edit applied without asking is shown (its `ask`'s
+    # preview, the question's without the question: the terminal's, so this module needs nothing of the user's side)
     subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
     fetch: bool = True  # PLAINAGENT_FETCH: whether web_fetch is offered
 
@@ -53,7 +53,8 @@ class Permissions:
         if self.mode == "yes" or self.ask is None:
             return None
         if self.mode == "edits" and kind == "edit":  # the same preview the question would show, then no question
-            self.log(render_question(kind, title, preview)[0].strip("\n") + "\n(applied without asking: mode edits)")
+            shown = self.ask.preview(kind, title, preview) if hasattr(self.ask, "preview") else f"{title}:\n{preview}"
+            self.log(shown + "\n(applied without asking: mode edits)")
             return None
         return self.ask(kind, title, preview)
 

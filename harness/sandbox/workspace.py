@@ -36,13 +36,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.cli.directories import config_dir, state_dir
+from harness.common.directories import config_dir, state_dir
+from harness.common.redaction import leaks, redact
 from harness.sandbox import beneath
 from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
 from harness.sandbox.landlock import Boundary
-from harness.sandbox.redaction import leaks, redact
 from harness.sandbox.secret_files import is_secret
 
 OWN = "plainagent's own files: not read"  # the note a listing shows, and the reason of the refusal

@@ -21,7 +21,7 @@ import ipaddress
 import re
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from harness.sandbox.redaction import REDACTED
+from harness.common.redaction import REDACTED
 
 # Names that only resolve inside a private network (mDNS, home routers, Docker's name for the host).
 PRIVATE_SUFFIXES = (".localhost", ".local", ".lan", ".internal", ".home.arpa")
