@@ -9,8 +9,9 @@ import agent
 from agent import build_session
 from harness.cli.config import Config, ConfigError, load_config
 from harness.cli.terminal import TerminalConfirm
-from harness.sandbox.permissions import READ_ONLY, Permissions
+from harness.sandbox.permissions import NETWORK_TOOLS, READ_ONLY, READING_TOOLS, Permissions
 from harness.sandbox.workspace import Workspace
+from tools import TOOLS
 
 CALLS = ('tool: read_file({"path": "a.txt"})\n'
          'tool: edit_file({"path": "new.txt", "old_str": "", "new_str": "new\\n"})\n'
@@ -57,18 +58,21 @@ def signatures(prompt: str) -> list[str]:
     return [entry.split("(")[0] for entry in prompt.split("# Tools\n\n")[1].split("\n\n")]
 
 
-@pytest.mark.parametrize("mode, tools", [
-    ("ask", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
-    ("edits", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
-    ("yes", ["read_file", "list_files", "edit_file", "search_files", "run_command", "web_fetch", "delegate"]),
-    ("read-only", ["read_file", "list_files", "search_files", "web_fetch", "delegate"]),
-])
+# Every tool in every mode but read-only, which offers the reading tools and the network's (asked). Derived from
+# the registry, so a new tool needs no change here: only READING_TOOLS says whether read-only offers it.
+EVERY_TOOL = list(TOOLS)
+READ_ONLY_TOOLS = [name for name in TOOLS if name in READING_TOOLS or name in NETWORK_TOOLS]
+
+
+@pytest.mark.parametrize("mode, tools", [("ask", EVERY_TOOL), ("edits", EVERY_TOOL), ("yes", EVERY_TOOL),
+                                         ("read-only", READ_ONLY_TOOLS)])
 def test_the_system_prompt_offers_the_modes_tools_only(tmp_path, mode, tools):
     session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path), permissions=Permissions(mode))
     prompt = session.history.messages[0]["content"]
     assert signatures(prompt) == tools
     if mode == "read-only":
         assert "edit_file(" not in prompt and "run_command(" not in prompt
+        assert {"read_file", "list_files", "search_files", "web_fetch", "delegate"} <= set(tools)  # as listed today
 
 
 def test_the_workspace_refuses_writes_in_read_only_mode_even_if_a_tool_is_reached(tmp_path):

@@ -1000,8 +1000,7 @@ def test_run_command_has_no_stdin(ws):
 
 
 @pytest.mark.parametrize("name, args, problem", [
-    ("delete_file", {"path": "a"}, 'There is no tool "delete_file". The tools are: read_file, list_files, '
-                                   "edit_file, search_files, run_command, web_fetch, delegate."),
+    ("delete_file", {"path": "a"}, f'There is no tool "delete_file". The tools are: {", ".join(TOOLS)}.'),
     ("read_file", {}, "read_file needs the argument path."),
     ("read_file", {"path": "a", "line": 3}, "read_file has no argument line; its arguments are: path, offset, limit."),
     ("read_file", {"path": 3}, "read_file: argument path must be a string, not an integer."),
