@@ -8,8 +8,8 @@ The loop (`run_task`) talks to four seams and nothing else: the model (`ChatMode
 the tools (`Tools`) and the history (`Conversation`). The task goes into the history; the model answers the whole
 history; its reply goes in too, calls included, so it sees what it did; a reply without calls is the answer;
 otherwise the calls run in order (a failure becomes a result, never a crash, and stops the calls after it), the
-results go back as one message, and round again. With bare parts (a client without streaming or retries, a
-toolbox that asks nothing, `History` below) that is the whole agent. `build_session` wraps each seam in its
+results go back as one message, and round again. With bare parts (harness/model/bare.py's one POST, a toolbox
+that asks nothing, `History` below) that is the whole agent. `build_session` wraps each seam in its
 armour from harness/. The model never touches the machine: it writes text, and this script decides what runs.
 """
 
@@ -56,7 +56,7 @@ SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate cal
 # --- the four seams: what the loop needs of each part (the parser is a function, parse_reply) ---
 
 
-class ChatModel(Protocol):  # harness/model/client.py's Client; a session's harness/model/model.py Model
+class ChatModel(Protocol):  # harness/model/bare.py's BareClient (one POST); a session's harness/model/model.py Model
     def chat(self, messages: list[dict]) -> Reply: ...
 
 

@@ -1,0 +1,36 @@
+"""The model seam with nothing around it, for reading: one POST of the conversation, one reply read.
+
+This is what a coding agent's model call is. Each turn sends the whole conversation (the API keeps no state
+between requests) to {base_url}/chat/completions as plain JSON, and the reply is the first choice's message.
+The session's `Client` (client.py) sends the same request and reads the same reply, with what a person needs
+around it: retries with backoff, the reply streamed as it is written, deadlines, a body size cap, a parameter a
+server refuses left out, and one clear line for every way it can fail (replies.py, stream.py).
+"""
+
+from __future__ import annotations
+
+import requests
+
+from harness.model.client import chat_url
+from harness.model.replies import ChatError, Reply
+
+
+class BareClient:
+    """`chat(messages) -> Reply`, like the session's Client: the loop cannot tell the two apart."""
+
+    def __init__(self, base_url: str, api_key: str | None, model: str):
+        self.url, self.model = chat_url(base_url), model  # {base_url}/chat/completions
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}  # a local server needs no key
+
+    def chat(self, messages: list[dict]) -> Reply:
+        body = {"model": self.model, "messages": messages}  # [{"role": "system", "content": ...}, ...]
+        response = requests.post(self.url, headers=self.headers, json=body, timeout=(10, 300))
+        if response.status_code != 200:
+            raise ChatError(f"{response.status_code} from {self.url}: {response.text[:300]}")
+        try:
+            data = response.json()  # {"choices": [{"message": {"content": ...}, "finish_reason": ...}], "usage": ...}
+            choice = data["choices"][0]
+            return Reply(text=choice["message"]["content"] or "", finish_reason=choice.get("finish_reason"),
+                         usage=data.get("usage") or {})
+        except (ValueError, KeyError, IndexError, TypeError):  # not JSON, or not a chat completion
+            raise ChatError(f"200 from {self.url}, but no chat completion: {response.text[:300]}") from None
