@@ -448,3 +448,13 @@ def test_a_temp_folder_left_by_a_killed_session_goes_at_the_next_start(tmp_path,
     tree.run("true")
     assert sorted(path.name for path in tmp_path.glob("plainagent-*")) == sorted([
         f"plainagent-{os.getpid()}-abc", "plainagent-program", tree.boundary.tmpdir.name])
+
+
+def test_in_a_shut_folder_what_is_made_later_is_the_commands_too(tmp_path):
+    """plainagent's own folder as the workspace: a file edit_file creates there after the first command."""
+    tree = Tree(tmp_path)
+    tree.boundary = Boundary(tree.program, [tree.program / ".env"])
+    tree.ws = Workspace(tree.program, boundary=tree.boundary)
+    assert tree.run("cat agent.py") == "print('plainagent')"
+    (tree.program / "notes.md").write_text("made by the agent\n")
+    assert tree.run("cat notes.md && echo more >> notes.md && tail -1 notes.md") == "made by the agent\nmore"

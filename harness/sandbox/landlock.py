@@ -117,7 +117,7 @@ class Boundary:
         self.network = network
         self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
-        self.fd: int | None = None
+        self.held: dict[str, int | None] = {"fd": None}  # the ruleset's file descriptor, once built
 
     # --- what it enforces, in words ---
 
@@ -214,26 +214,32 @@ class Boundary:
     # --- the ruleset ---
 
     def ruleset(self) -> int:
-        """The session's ruleset, built at the first command: a file descriptor the tether enters."""
-        if self.fd is None:
+        """The session's ruleset, built at the first command: a file descriptor the tether enters. Built again
+        for each command while a folder is shut: what was made in it since (by edit_file, say) needs its rule."""
+        if self.tmpdir is None:
             remove_left_behind()
             self.tmpdir = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))
-            fd = create_ruleset(self.abi, self.network)
-            try:
-                rights = handled_fs(self.abi)
-                grants = Grants(fd, rights)
-                hidden = self.present()
-                grants.grant(Path("/"), READ, [*hidden, Path("/dev")])  # reading: all but what is hidden
-                for folder in self.writable():
-                    grants.grant(folder, rights, hidden)  # everything, writing included, but what is hidden
-                for device in DEVICES:
-                    grants.grant(Path(device), DEVICE_RIGHTS, [])
-            except BaseException:
-                os.close(fd)
-                raise
-            self.fd = fd
-            weakref.finalize(self, close, fd, self.tmpdir)  # when the session ends: at exit, or when dropped
-        return self.fd
+            weakref.finalize(self, close, self.held, self.tmpdir)  # when the session ends: at exit, or dropped
+        if self.held["fd"] is not None and self.shut_folders():
+            os.close(self.held.pop("fd"))
+        if self.held.get("fd") is None:
+            self.held["fd"] = self.build()
+        return self.held["fd"]
+
+    def build(self) -> int:
+        fd = create_ruleset(self.abi, self.network)
+        try:
+            rights = handled_fs(self.abi)
+            grants, hidden = Grants(fd, rights), self.present()
+            grants.grant(Path("/"), READ, [*hidden, Path("/dev")])  # reading: all but what is hidden
+            for folder in self.writable():
+                grants.grant(folder, rights, hidden)  # everything, writing included, but what is hidden
+            for device in DEVICES:
+                grants.grant(Path(device), DEVICE_RIGHTS, [])
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
 
 def remove_left_behind() -> None:
@@ -250,9 +256,10 @@ def remove_left_behind() -> None:
             continue
 
 
-def close(fd: int, tmpdir: Path) -> None:
+def close(held: dict, tmpdir: Path) -> None:
     """A session's boundary, put away: its ruleset closed, its temp folder removed."""
-    os.close(fd)
+    if held.get("fd") is not None:
+        os.close(held["fd"])
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
