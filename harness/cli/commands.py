@@ -1,9 +1,10 @@
 """The REPL: its loop, and its slash commands (/help, /reset, /undo, /tokens, /model, /mode, /sandbox, /compact,
 /exit).
 
-A command is one function: its name after the slash is the command, its docstring the help line, and what
-it returns is the line shown to the user (on stderr, like all activity). Commands act on the session between
-tasks; the model hears of what changed its world (an undone write) with the next task.
+A command is one function: its name after `slash_` is the command (`slash_undo` is /undo; no builtin shadowed),
+its docstring the help line, and what it returns is the line shown to the user (on stderr, like all activity).
+Commands act on the session between tasks; the model hears of what changed its world (an undone write) with the
+next task.
 """
 
 from __future__ import annotations
@@ -132,19 +133,19 @@ def run_slash_command(session, line: str) -> str:
         return f"plainagent: internal error in {name}, please report it: {type(error).__name__}: {error}"
 
 
-def help(session, argument: str) -> str:
+def slash_help(session, argument: str) -> str:
     """/help: this list."""
     return "\n".join(command.__doc__ for command in COMMANDS.values())
 
 
-def reset(session, argument: str) -> str:
+def slash_reset(session, argument: str) -> str:
     """/reset: start a new conversation (same model and settings; files and /undo stay as they are)."""
     session.history.reset()
     session.notes.clear()
     return "New conversation: the model remembers nothing of the earlier tasks."
 
 
-def undo(session, argument: str) -> str:
+def slash_undo(session, argument: str) -> str:
     """/undo: put back the file the agent's last write changed, byte for byte; again for the write before."""
     undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
@@ -152,7 +153,7 @@ def undo(session, argument: str) -> str:
     return undone
 
 
-def tokens(session, argument: str) -> str:
+def slash_tokens(session, argument: str) -> str:
     """/tokens: the requests and tokens of this session so far, and whether the server reported them."""
     counts, n_requests, n_estimated = session.model.tokens, session.model.n_requests, session.model.n_estimated
     if not n_requests:
@@ -163,7 +164,7 @@ def tokens(session, argument: str) -> str:
             f"{counts['completion_tokens']:,} completion tokens ({which}).")
 
 
-def model(session, argument: str) -> str:
+def slash_model(session, argument: str) -> str:
     """/model NAME: use model NAME for the next requests (without NAME: say which is in use)."""
     if not argument:
         return f"The model is {session.model.client.model}. /model NAME changes it."
@@ -173,7 +174,7 @@ def model(session, argument: str) -> str:
     return f"The next requests go to {argument}."
 
 
-def mode(session, argument: str) -> str:
+def slash_mode(session, argument: str) -> str:
     """/mode NAME: how much to ask before writes and commands: ask, read-only, edits or yes (without NAME: which)."""
     before = session.tools.permissions.mode
     line = session.switch_mode(argument)
@@ -182,7 +183,7 @@ def mode(session, argument: str) -> str:
     return line
 
 
-def sandbox(session, argument: str) -> str:
+def slash_sandbox(session, argument: str) -> str:
     """/sandbox: what commands can touch: where they may write, what they may not read, the network."""
     boundary, config = session.tools.workspace.boundary, session.config
     line = describe_boundary(boundary, config)
@@ -199,7 +200,7 @@ def sandbox(session, argument: str) -> str:
             "plainagent takes them up when it starts again (--resume goes on with this session).")
 
 
-def compact(session, argument: str) -> str:
+def slash_compact(session, argument: str) -> str:
     """/compact: shrink the history now: older tool results become stubs, older turns a summary."""
     try:
         return session.history.compact(force=True) or "Nothing to compact yet."
@@ -207,10 +208,11 @@ def compact(session, argument: str) -> str:
         return "Interrupted; the history is unchanged."
 
 
-def exit(session, argument: str) -> str:
+def slash_exit(session, argument: str) -> str:
     """/exit: leave (so do exit, quit and Ctrl-D)."""
     raise LeaveSession
 
 
 # name -> function, in the order /help lists them
-COMMANDS = {command.__name__: command for command in (help, reset, undo, tokens, model, mode, sandbox, compact, exit)}
+COMMANDS = {command.__name__.removeprefix("slash_"): command for command in (slash_help, slash_reset, slash_undo,
+            slash_tokens, slash_model, slash_mode, slash_sandbox, slash_compact, slash_exit)}
