@@ -44,7 +44,7 @@ from harness.model.model import Model
 from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import BadCall, CallResult, ToolCall, parse_reply
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
-from harness.sandbox.permissions import Permissions, describe
+from harness.sandbox.permissions import Permissions, describe_mode
 from harness.sandbox.workspace import ToolError, Workspace
 from tools import TOOLS, Toolbox
 
@@ -183,7 +183,7 @@ class Session:
         if permissions.mode != before:
             new_prompt = prompt.render_system_prompt(permissions.tools(TOOLS), self.instructions)
             self.history.messages[0] = {"role": "system", "content": new_prompt}
-            self.notes.append(f"The user switched the session to mode {mode}: it {describe(mode)}.")
+            self.notes.append(f"The user switched the session to mode {mode}: it {describe_mode(mode)}.")
         return line
 
     def resume(self, loaded: Loaded | None) -> None:

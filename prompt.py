@@ -40,7 +40,7 @@ Standing instructions for this work; follow them unless the user says otherwise.
 def render_system_prompt(tools: dict[str, Callable], instructions: Sequence = ()) -> str:
     """The system prompt, with one entry per tool: its signature, then its docstring; then each set of project
     instructions (instructions.Instructions: `source`, `text`) under a heading naming it, as written."""
-    entries = [f"{render_signature(name, tool)}\n{describe(tool)}" for name, tool in tools.items()]
+    entries = [f"{render_signature(name, tool)}\n{describe_tool(tool)}" for name, tool in tools.items()]
     return flow(SYSTEM_PROMPT).format(example=EXAMPLE_CALL, tools="\n\n".join(entries)) + "".join(
         INSTRUCTIONS.format(source=given.source, text=given.text) for given in instructions)
 
@@ -66,7 +66,7 @@ def render_signature(name: str, tool: Callable) -> str:
     return f"{name}({', '.join(rendered)})"
 
 
-def describe(tool: Callable) -> str:
+def describe_tool(tool: Callable) -> str:
     return flow(inspect.cleandoc(tool.__doc__ or ""))
 
 

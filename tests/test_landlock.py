@@ -268,20 +268,20 @@ def test_every_abi_up_to_this_kernels_is_enforced_as_far_as_it_goes(tmp_path, ab
     assert "\nin\n(plainagent: the kernel sandbox refused writing " in output
     truncated = tree.run("{python} -c 'import os; os.truncate(\"../victim/notes.txt\", 0)'") == "(no output)"
     assert truncated == (abi < 3)  # Landlock handles truncate(2) from ABI 3 on, and the start line says so
-    assert ("truncating a file anywhere" in tree.boundary.describe()) == (abi < 3)
+    assert ("truncating a file anywhere" in tree.boundary.summary()) == (abi < 3)
     assert tree.outside()[str(tree.victim / "sub/deep.txt")] == b"keep me too\n"
-    assert f"(Landlock ABI {abi})" in tree.boundary.describe()
+    assert f"(Landlock ABI {abi})" in tree.boundary.summary()
 
 
 def test_the_start_line_says_what_holds():
     workspace = Path("/w")
-    assert Boundary(workspace, [], abi=7).describe() == (
+    assert Boundary(workspace, [], abi=7).summary() == (
         "commands: writes only inside the workspace and a private TMPDIR, no network, secrets unreadable (Landlock "
         "ABI 7)")
-    assert Boundary(workspace, [], [Path("/c/go")], network=True, abi=4).describe() == (
+    assert Boundary(workspace, [], [Path("/c/go")], network=True, abi=4).summary() == (
         "commands: writes only inside the workspace, /c/go and a private TMPDIR, network allowed, secrets unreadable "
         "(Landlock ABI 4)")
-    assert Boundary(workspace, [], abi=0).describe() == (
+    assert Boundary(workspace, [], abi=0).summary() == (
         "commands: no kernel sandbox here (Landlock unavailable); the deny rules only")
 
 
@@ -313,7 +313,7 @@ def test_a_workspace_holding_the_keys_env_keeps_it_from_commands(tmp_path):
     own = [tree.program / ".env", state_dir(), config_dir()]
     tree.boundary = Boundary(tree.program, hidden_paths(tree.home, tree.program, own)[0])
     tree.ws = Workspace(tree.program, secret=KEY, boundary=tree.boundary)
-    assert f"(no new file in {tree.program}: it holds what commands may not read)" in tree.boundary.describe()
+    assert f"(no new file in {tree.program}: it holds what commands may not read)" in tree.boundary.summary()
     for command in ["cat .env", "base64 .env", "cp .env sub/x; cat sub/x", "rm .env", "mv .env sub/", ": > .env"]:
         output = tree.run(command)
         assert "SECRET-MARKER" not in output and "U0VDUkVU" not in output, (command, output)
@@ -340,7 +340,7 @@ def test_what_is_hidden_but_not_there_shuts_no_folder(tmp_path):
     tree = Tree(tmp_path)
     boundary = Boundary(tree.workspace, [tree.workspace / ".env", tree.workspace / "state"])
     tree.ws = Workspace(tree.workspace, boundary=boundary)
-    assert "no new file" not in boundary.describe()
+    assert "no new file" not in boundary.summary()
     assert run_shell(tree.ws, "echo x > new.txt && cat new.txt", 10, boundary) == "x"
 
 
@@ -353,7 +353,7 @@ def test_the_search_for_secrets_looks_in_dot_folders_first_and_says_when_it_stop
     hidden, searched = hidden_paths(tree.home, tree.workspace, [])
     assert not searched and {tree.home / ".ssh", tree.home / ".aws/credentials", tree.home / ".netrc"} <= set(hidden)
     assert "secrets unreadable where found (the home folder holds over 50 entries: the search stopped there)" in \
-        Boundary(tree.workspace, hidden, searched=searched).describe()
+        Boundary(tree.workspace, hidden, searched=searched).summary()
     import shutil
 
     shutil.rmtree(tree.home / "Pictures")
@@ -375,7 +375,7 @@ def test_in_a_folder_of_a_repository_or_a_worktree_commits_still_work(tmp_path):
         ws = Workspace(workspace, boundary=boundary)
         out = run_shell(ws, f"echo x > f && git add f && {git} commit -qm here && git log --oneline | wc -l", 10, boundary)
         assert out == "2", out
-        assert f", {repository / '.git'}" in boundary.describe()
+        assert f", {repository / '.git'}" in boundary.summary()
         assert "refused writing" in run_shell(ws, "echo y >> ../top.txt", 10, boundary)  # the rest stays outside
     assert (repository / "top.txt").read_text() == "top\n"
 

@@ -21,7 +21,7 @@ from harness.common.hosts import shown_url
 from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
 from harness.sandbox.landlock import SETTINGS, Boundary
-from harness.sandbox.permissions import describe
+from harness.sandbox.permissions import describe_mode
 
 
 def describe_start(config, commands: str = "") -> str:
@@ -34,7 +34,7 @@ def describe_start(config, commands: str = "") -> str:
     where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
     return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
                       f"workspace {config.workspace}, "
-                      f"mode {config.mode} ({describe(config.mode)})", *([commands] if commands else []),
+                      f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
                       *config.notes])
 
 
@@ -43,7 +43,7 @@ def describe_boundary(boundary: Boundary | None, config) -> str:
     if boundary is None:
         where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
         return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the deny rules only"
-    return boundary.describe()
+    return boundary.summary()
 
 
 def show_start(config, boundary: Boundary | None) -> None:

@@ -134,7 +134,7 @@ def take_project_env(project: ProjectEnv, notes: list[str], ask: Ask | None) -> 
     """Whether the user allows the project's .env: allowed before with this content, or now, when asked."""
     if not project_env.is_allowed(project):
         shown = "\n".join([f"{project.path} is this project's .env, a file you may not have written. It sets:",
-                           *project_env.describe(project), ""])
+                           *project_env.describe_settings(project), ""])
         answer = ask(shown, ALLOW_QUESTION) if ask is not None else None
         if answer is None:
             notes.append(f"plainagent: not reading {project.path}: a project's .env is used only once you allow "

@@ -171,7 +171,7 @@ def as_number(text: str) -> int | None:
         return None
 
 
-def describe(project: ProjectEnv) -> list[str]:
+def describe_settings(project: ProjectEnv) -> list[str]:
     """The file's settings, one line each, with what becomes of each: what the user is asked to allow."""
     lines = []
     for variable, value in project.values.items():

@@ -35,7 +35,7 @@ from pathlib import Path
 from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
 from harness.common.redaction import is_secret_key, redact
-from harness.sandbox.permissions import MODES, describe
+from harness.sandbox.permissions import MODES, describe_mode
 
 try:
     import fcntl
@@ -131,10 +131,10 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
         log(f"Resumed {loaded.path} ({len(loaded.messages)} messages).")
         if loaded.mode not in (None, config.mode):  # never taken up: a /mode switch is no standing permission
             how = " had been switched to mode {} with /mode" if loaded.switched else " ran in mode {}"
-            log(f"This session{how.format(loaded.mode)}; it goes on in mode {config.mode} ({describe(config.mode)})"
-                + (f". To go on in mode {loaded.mode}: --mode {loaded.mode}, or /mode {loaded.mode} in the REPL."
-                   if loaded.switched else "."))
-            loaded.notes.append(f"This session goes on in mode {config.mode}: it {describe(config.mode)}.")
+            back = f". To go on in mode {loaded.mode}: --mode {loaded.mode}, or /mode {loaded.mode} in the REPL."
+            log(f"This session{how.format(loaded.mode)}; it goes on in mode {config.mode} "
+                f"({describe_mode(config.mode)}){back if loaded.switched else '.'}")
+            loaded.notes.append(f"This session goes on in mode {config.mode}: it {describe_mode(config.mode)}.")
         return transcript, loaded
     path = config.log or new_session_path(config.workspace)
     return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None

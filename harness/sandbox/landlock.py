@@ -22,7 +22,7 @@ the command and everything it starts are inside, the agent stays outside. Inside
     python` cannot kill the agent; seccomp refuses the calls that change another process (prlimit, renice), BPF
     and the kernel's keyrings; no capability, even as root, and no set-user-ID gain (no_new_privs).
 Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
-what this kernel has is enforced, and `Boundary.describe` says what that is, for the start line and /sandbox.
+what this kernel has is enforced, and `Boundary.summary` says what that is, for the start line and /sandbox.
 Not covered: a command may still change or delete anything in the workspace (that is its job; git is the
 backup), change a file's mode or times outside (Landlock covers content and names), and connect to Unix socket
 files (a Docker daemon's).
@@ -121,7 +121,7 @@ class Boundary:
 
     # --- what it enforces, in words ---
 
-    def describe(self) -> str:
+    def summary(self) -> str:
         """One line on what holds, for the start line and /sandbox."""
         if not self.abi:
             return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"

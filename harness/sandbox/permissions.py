@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from harness.sandbox.workspace import Confirm
 
-MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe() says what each asks
+MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe_mode() says what each asks
 # The tools that only read, offered in read-only sessions. An allowlist: a new tool is left out of read-only
 # sessions until it is added here. (Whether a tool asks before it acts is its own call to ws.approve.)
 READING_TOOLS = ("read_file", "list_files", "search_files", "delegate")
@@ -80,16 +80,16 @@ class Permissions:
     def switch(self, mode: str) -> str:
         """Change the mode (the REPL's /mode); returns the line to show, which also says when it is refused."""
         if not mode:
-            return f"Mode: {self.mode} ({describe(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
+            return f"Mode: {self.mode} ({describe_mode(self.mode)}). /mode NAME switches: {', '.join(MODES)}."
         if mode not in MODES:
             return f"No mode {mode!r}; the modes are: {', '.join(MODES)}. This session's mode is {self.mode}."
         self.mode = mode
         if hasattr(self.ask, "always"):  # "always" was an answer about the old mode, not the new one
             self.ask.always.clear()
-        return f"Mode: {mode} ({describe(mode)})."
+        return f"Mode: {mode} ({describe_mode(mode)})."
 
 
-def describe(mode: str) -> str:
+def describe_mode(mode: str) -> str:
     """What the mode asks, in a few words, for the banner and /mode."""
     return {"ask": "asks before each write and command", "read-only": "reads only, writes and runs nothing",
             "edits": "applies edits without asking, asks before commands",
