@@ -42,11 +42,11 @@ from harness.history.transcript import Loaded, SubagentTranscript, Transcript, T
 from harness.model.client import Client
 from harness.model.model import Model
 from harness.model.replies import ChatError, Reply
-from harness.parser.toolcalls import BadCall, CallResult, ToolCall, parse_reply
+from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
 from harness.sandbox.permissions import Permissions, describe_mode
 from harness.sandbox.workspace import ToolError, Workspace
-from tools import TOOLS, Toolbox
+from tools import TOOLS, CallResult, Toolbox
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
 from harness.common.words import count
-from harness.parser.toolcalls import BadCall, CallResult, ToolCall
+from harness.parser.toolcalls import BadCall, ToolCall
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
 from harness.sandbox.files import change_file, cut_lines, read_text
@@ -199,6 +199,17 @@ TOOLS = {tool.__name__: tool for tool in [read_file, list_files, edit_file, sear
 
 
 # --- the toolbox: one call in, one result out ---
+
+
+@dataclass
+class CallResult:
+    """One call's outcome, as the toolbox reports it; prompt.render_result frames it for the model."""
+
+    name: str
+    args: dict
+    ok: bool
+    output: str
+    seconds: float = 0.0
 
 
 @dataclass

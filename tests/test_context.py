@@ -14,7 +14,7 @@ from harness.history.context import Context, fit_outputs
 from harness.history.transcript import Transcript, load
 from harness.model.client import ChatError, Reply
 from harness.model.model import Model as SessionModel
-from harness.parser.toolcalls import CallResult
+from tools import CallResult
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
 

@@ -1,7 +1,12 @@
-"""The README teaches only what is true: every file and function its tour names exists, and the tool it adds
-in "Add a tool in three steps" appears in the system prompt and runs."""
+"""The README teaches only what is true: every file and function its tour (and the full walk in
+docs/how-it-works.md) names exists, the loop it shows is `run_task` as agent.py has it, and the tool it adds in
+"Add a tool in three steps" appears in the system prompt and runs. It stays a front door: short, with a link to
+every page of the manual in docs/, every page linking back, every relative link landing on a file and heading
+that exist, and every setting and flag plainagent reads documented somewhere in README.md or docs/."""
 
 import ast
+import contextlib
+import io
 import re
 import textwrap
 from pathlib import Path
@@ -9,21 +14,29 @@ from pathlib import Path
 import pytest
 
 import tools
+from harness.cli.args import parse_args
+from harness.cli.config import ENV_VARS
 from harness.parser.toolcalls import parse_reply
 from harness.sandbox.workspace import Workspace
 from prompt import render_system_prompt
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+README_ZH = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+DOCS = sorted((ROOT / "docs").glob("*.md"))  # the manual, in English
+DOCS_ZH = sorted((ROOT / "docs" / "zh-CN").glob("*.md"))  # the Chinese pages README.zh-CN.md links to
+HOW_IT_WORKS = (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+MARKDOWN = [ROOT / "README.md", ROOT / "README.zh-CN.md", ROOT / "CHANGELOG.md", *DOCS, *DOCS_ZH]
+MAX_README_LINES = 220  # the front door: what it is, a demo, the two commands, providers, the loop, a tour
 # How the tour names an object by the variable the loop holds it in: `tools.run` is Toolbox.run.
 INSTANCES = {"ws": "Workspace", "tools": "Toolbox", "history": "History", "model": "Model"}
 
 
-def section(title: str) -> str:
-    """The README's text from the heading `## title` to the next `## ` heading."""
-    start = README.index(f"## {title}\n")
-    end = README.find("\n## ", start + 1)
-    return README[start:end if end != -1 else None]
+def section(title: str, markdown: str = README) -> str:
+    """The text from the heading `## title` to the next `## ` heading (the README's, unless told)."""
+    start = markdown.index(f"## {title}\n")
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start:end if end != -1 else None]
 
 
 def defined_names(path: Path) -> set[str]:
@@ -47,7 +60,8 @@ def defined_names(path: Path) -> set[str]:
     return names
 
 
-TOUR = section("Read the code in 20 minutes")
+# The README's short tour and the full walk it points to in docs/how-it-works.md: both must be true.
+TOUR = section("Read the code in 20 minutes") + section("Read the code in 20 minutes", HOW_IT_WORKS)
 CODE = re.findall(r"`([^`\n]+)`", TOUR)
 FILES = sorted({name for name in CODE if name.endswith(".py")} | {word for text in CODE for word in
                                                                    re.findall(r"\S+\.py", text)})
@@ -73,8 +87,18 @@ def test_every_function_and_class_the_tour_names_is_defined(name):
 
 
 def test_the_tour_names_the_loop_and_its_four_seams():
+    readme_tour = set(re.findall(r"`([^`\n]+)`", section("Read the code in 20 minutes")))
+    assert {"run_task", "run_calls", "History", "Toolbox.run", "Client.chat", "parse_reply"} <= readme_tour
+    assert {"agent.py", "prompt.py", "tools.py"} <= readme_tour
     assert {"run_task", "run_calls", "History", "Toolbox.run", "Client.chat", "parse_reply"} <= set(NAMES)
-    assert {"agent.py", "prompt.py", "tools.py"} <= set(FILES)
+
+
+def test_the_loop_shown_is_run_task_as_agent_py_has_it():
+    source = (ROOT / "agent.py").read_text(encoding="utf-8")
+    function = next(node for node in ast.parse(source).body
+                    if isinstance(node, ast.FunctionDef) and node.name == "run_task")
+    quoted = re.findall(r"```python\n(.*?)```", section("The loop"), re.S)
+    assert quoted == ["\n".join(source.splitlines()[function.lineno - 1:function.end_lineno]) + "\n"]
 
 
 def test_the_tool_the_readme_adds_is_in_the_system_prompt_and_runs(tmp_path, monkeypatch):
@@ -93,3 +117,78 @@ def test_the_tool_the_readme_adds_is_in_the_system_prompt_and_runs(tmp_path, mon
 
     (tmp_path / "step3").mkdir()  # step 3, the README's test, run as written
     exec(test_code + "\ntest_count_lines(tmp_path)\n", namespace | {"tmp_path": tmp_path / "step3"})
+
+
+# --- the front door and the manual behind it ---
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped (letters of any script kept), spaces
+    as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)  # no headings in code
+    found, seen = set(), {}
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        anchor = slug(heading)
+        found.add(f"{anchor}-{seen[anchor]}" if anchor in seen else anchor)
+        seen[anchor] = seen.get(anchor, 0) + 1
+    return found
+
+
+def links(path: Path) -> list[str]:
+    """The targets of a page's markdown links, outside code."""
+    text = re.sub(r"^```.*?^```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+    return re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`\n]*`", "", text))
+
+
+def test_the_readme_is_a_front_door():
+    assert len(README.splitlines()) <= MAX_README_LINES, "move the detail to a page in docs/ and link to it"
+
+
+def test_every_page_of_the_manual_is_linked_from_the_readme():
+    assert DOCS, "docs/ holds the manual"
+    assert [page.name for page in DOCS if f"](docs/{page.name}" not in README] == []
+
+
+def test_every_chinese_page_is_linked_from_the_chinese_readme():
+    assert [page.name for page in DOCS_ZH if f"](docs/zh-CN/{page.name}" not in README_ZH] == []
+
+
+@pytest.mark.parametrize("page", [*DOCS, *DOCS_ZH, ROOT / "CHANGELOG.md"], ids=lambda page: page.name)
+def test_every_page_opens_with_its_title_and_a_link_back(page):
+    title, blank, back = page.read_text(encoding="utf-8").splitlines()[:3]
+    readme = "README.zh-CN.md" if page in DOCS_ZH else "README.md"
+    assert title.startswith("# ") and blank == ""
+    assert re.fullmatch(rf"\[[^]]+\]\((\.\./)*{re.escape(readme)}\)", back)
+    assert (page.parent / back[back.index("(") + 1:-1]).resolve() == ROOT / readme
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=lambda page: str(page.relative_to(ROOT)))
+def test_every_relative_link_lands_on_a_file_and_heading_that_exist(page):
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z]+:", target):  # https:, mailto:: not ours to check
+            continue
+        path, _, anchor = target.partition("#")
+        file = (page.parent / path).resolve() if path else page
+        if not file.exists() or (anchor and file.suffix == ".md" and anchor not in anchors(file)):
+            broken.append(target)
+    assert broken == []
+
+
+def help_text() -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+        parse_args(["--help"])
+    return out.getvalue()
+
+
+def test_every_setting_and_flag_is_documented():
+    documented = README + "".join(page.read_text(encoding="utf-8") for page in DOCS)
+    flags = set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", help_text().split("\n\n")[2]))  # the options' lines
+    assert {"--mode", "--resume", "-C"} <= flags
+    assert sorted(flag for flag in flags if f"`{flag}" not in documented) == []
+    assert sorted(variable for variable in ENV_VARS.values() if f"`{variable}" not in documented) == []

@@ -1,13 +1,17 @@
-"""README.zh-CN.md cannot drift from README.md and the code in silence: its commands are the English README's,
-its flags are in `--help`, its environment variables and file names are named in README.md (or `--help`, or
-are the repository's own files), its `.env` lines are .env.example's, its provider table has the English
-table's base URLs with TaoToken first and its TaoToken table the addresses really posted to, both READMEs name
-the same tools (taken from tools.TOOLS, so a new tool's line must be added to both), its tour and its "three
-steps" quote the same code, and every output it quotes (a ```text block) is what plainagent prints today:
-each is reproduced here, at the client with `responses`, through a real proxy socket, or on real files.
+"""The Chinese documentation cannot drift from the English one and the code in silence. It is README.zh-CN.md,
+which mirrors the short README.md section for section, and the pages it links to in docs/zh-CN/; the English
+documentation is README.md and the manual in docs/. Its commands are the English documentation's (the quick
+start exactly the README's), its flags are in `--help`, its environment variables and file names are named in
+the English documentation (or `--help`, or are the repository's own files), its `.env` lines are
+.env.example's, its provider table has the English README's base URLs with TaoToken first and its TaoToken
+table the addresses really posted to, both READMEs name the same tools (taken from tools.TOOLS, so a new tool's
+line must be added to both), both tool tables list the tools' real parameters, its loop, tour and "three
+steps" quote the same code as the English ones, and every output it quotes (a ```text block) is what plainagent
+prints today: each is reproduced here, at the client with `responses`, through a real proxy socket, or on real
+files.
 
-The English README is the reference: a check fails when the Chinese one says something the English one (or
-the code) no longer does, and the fix is to update README.zh-CN.md.
+The English documentation is the reference: a check fails when the Chinese one says something the English one
+(or the code) no longer does, and the fix is to update the Chinese text.
 """
 
 import contextlib
@@ -31,6 +35,11 @@ from harness.sandbox.workspace import Workspace
 ROOT = Path(__file__).resolve().parent.parent
 EN = (ROOT / "README.md").read_text(encoding="utf-8")
 ZH = (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+EN_HOW = (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8")
+ZH_HOW = (ROOT / "docs" / "zh-CN" / "how-it-works.md").read_text(encoding="utf-8")
+# The documentation as a whole: each README and the pages in docs/ it leads to (the manual is in English).
+EN_ALL = "\n".join([EN, *(page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md")))])
+ZH_ALL = "\n".join([ZH, *(page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs" / "zh-CN").glob("*.md")))])
 ENV_EXAMPLE = (ROOT / ".env.example").read_text(encoding="utf-8")
 # The proxy variables requests reads: the English README says "whatever proxy the environment names", the
 # Chinese one names them, because the tutorial's readers meet them (issue 20).
@@ -106,45 +115,46 @@ def test_each_readme_opens_with_a_link_to_the_other():
 # --- commands, flags, variables, file names ---
 
 
-def test_every_command_line_is_one_the_english_readme_gives():
-    assert commands(ZH) - commands(EN) == set()
-    shown = {normal(text) for text in spans(ZH) if re.match(r"(python3?|uv|pip|git|cp|cd|echo) ", text)}
-    assert shown - commands(EN) - {normal(text) for text in spans(EN)} == set()
+def test_every_command_line_is_one_the_english_documentation_gives():
+    assert commands(ZH_ALL) - commands(EN_ALL) == set()
+    shown = {normal(text) for text in spans(ZH_ALL) if re.match(r"(python3?|uv|pip|git|cp|cd|echo) ", text)}
+    assert shown - commands(EN_ALL) - {normal(text) for text in spans(EN_ALL)} == set()
 
 
 def test_the_quick_start_gives_exactly_the_english_commands():
     assert commands(section(EN, "Quick start")) - commands(section(ZH, "快速开始")) == set()
 
 
-def test_every_flag_of_agent_py_is_in_help_and_every_other_flag_in_the_english_readme():
+def test_every_flag_of_agent_py_is_in_help_and_every_other_flag_in_the_english_documentation():
     flags = set(FLAG.findall(HELP))
-    for command in commands(ZH) | {text for text in spans(ZH) if "agent.py" in text}:
+    for command in commands(ZH_ALL) | {text for text in spans(ZH_ALL) if "agent.py" in text}:
         if "agent.py" in command:
             assert set(FLAG.findall(command)) - flags == set(), command
-    english = set(FLAG.findall(EN)) | flags
-    assert set(FLAG.findall(prose(ZH))) - english == set()
+    english = set(FLAG.findall(EN_ALL)) | flags
+    assert set(FLAG.findall(prose(ZH_ALL))) - english == set()
 
 
-def test_every_environment_variable_is_in_the_english_readme_or_help():
-    named = set(VARIABLE.findall(prose(ZH)))
-    assert named - set(VARIABLE.findall(EN)) - set(VARIABLE.findall(HELP)) - PROXY_VARIABLES == set()
-    assert {"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"} <= named
+def test_every_environment_variable_is_in_the_english_documentation_or_help():
+    named = set(VARIABLE.findall(prose(ZH_ALL)))
+    assert named - set(VARIABLE.findall(EN_ALL)) - set(VARIABLE.findall(HELP)) - PROXY_VARIABLES == set()
+    assert {"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL"} <= set(VARIABLE.findall(prose(ZH)))
 
 
-def test_every_file_name_is_in_the_english_readme_or_the_repository():
-    names = set(FILE.findall(prose(ZH)))
-    assert {name for name in names if name not in EN and not (ROOT / name).exists()} == set()
+def test_every_file_name_is_in_the_english_documentation_or_the_repository():
+    # A link's target is relative to its page; tests/test_readme.py checks that each one lands on a file.
+    names = set(FILE.findall(re.sub(r"\]\([^)\s]*\)", "]", prose(ZH_ALL))))
+    assert {name for name in names if name not in EN_ALL and not (ROOT / name).exists()} == set()
 
 
 def test_every_dotenv_line_is_in_env_example():
     lines = {line.removeprefix("# ") for line in ENV_EXAMPLE.splitlines()}
-    shown = [line for language, body in blocks(ZH) if language == "dotenv" for line in body.splitlines() if line]
+    shown = [line for language, body in blocks(ZH_ALL) if language == "dotenv" for line in body.splitlines() if line]
     assert shown and set(shown) - lines == set()
 
 
 def test_the_slash_commands_are_the_repls():
-    named = {text.split()[0] for text in spans(ZH) if re.fullmatch(r"/[a-z]+( [A-Z]+)?", text)}
-    assert {name for name in named if f"`{name}" not in EN} == set()
+    named = {text.split()[0] for text in spans(ZH_ALL) if re.fullmatch(r"/[a-z]+( [A-Z]+)?", text)}
+    assert {name for name in named if f"`{name}" not in EN_ALL} == set()
 
 
 # --- the same tools, the same providers, the same code ---
@@ -161,8 +171,8 @@ def test_the_tool_tables_list_the_same_tools_with_their_real_parameters():
     def rows(markdown: str) -> set[str]:
         return set(re.findall(r"^\| `(\w+\([^`]*\))` \|", markdown, re.MULTILINE))
 
-    assert rows(ZH) == rows(EN)
-    for row in rows(ZH):
+    assert rows(ZH_ALL) == rows(EN_ALL) != set()
+    for row in rows(ZH_ALL):
         name, arguments = re.fullmatch(r"(\w+)\((.*)\)", row).groups()
         assert name in tools.TOOLS, row
         assert [word for word in arguments.split(", ") if word] == [p.name for p in tools.parameters(tools.TOOLS[name])]
@@ -173,22 +183,36 @@ def test_the_provider_tables_give_the_same_base_urls_with_taotoken_first():
         return re.findall(r"^\| [^|`]+ \| `(https?://[^`]+)`", markdown, re.MULTILINE)
 
     assert set(base_urls(ZH)) == set(base_urls(EN))
-    assert base_urls(ZH)[0] == "https://taotoken.net/api/v1"
+    assert base_urls(ZH)[0] == base_urls(EN)[0] == "https://taotoken.net/api/v1"
 
 
 def test_the_taotoken_table_gives_the_address_plainagent_really_posts_to():
-    rows = re.findall(r"^\| `(https?://[^`]+)`[^|]*\| `(https?://[^`]+)`", ZH, re.MULTILINE)
+    rows = re.findall(r"^\| `(https?://[^`]+)`[^|]*\| `(https?://[^`]+)`", ZH_ALL, re.MULTILINE)
     assert len(rows) == 3
     for base_url, posted in rows:
         assert chat_url(base_url) == posted
 
 
-@pytest.mark.parametrize("english, chinese", [("Read the code in 20 minutes", "20 分钟读懂代码"),
-                                              ("Add a tool in three steps", "三步加一个工具")])
-def test_the_tour_and_the_three_steps_quote_the_english_code(english, chinese):
-    assert set(spans(section(ZH, chinese))) - set(spans(section(EN, english))) == set()
-    code = [body for language, body in blocks(section(ZH, chinese)) if language == "python"]
-    assert code == [body for language, body in blocks(section(EN, english)) if language == "python"]
+@pytest.mark.parametrize("english, english_title, chinese, chinese_title", [
+    pytest.param(EN, "The loop", ZH, "循环本身", id="the loop"),
+    pytest.param(EN, "Read the code in 20 minutes", ZH, "20 分钟读懂代码", id="the tour"),
+    pytest.param(EN, "Add a tool in three steps", ZH, "三步加一个工具", id="the three steps"),
+    pytest.param(EN_HOW, "Read the code in 20 minutes", ZH_HOW, "20 分钟读懂代码", id="the full walk"),
+])
+def test_the_loop_the_tour_and_the_three_steps_quote_the_english_code(english, english_title, chinese,
+                                                                      chinese_title):
+    assert set(spans(section(chinese, chinese_title))) - set(spans(section(english, english_title))) == set()
+    code = [body for language, body in blocks(section(chinese, chinese_title)) if language == "python"]
+    assert code == [body for language, body in blocks(section(english, english_title)) if language == "python"]
+
+
+def test_the_chinese_readme_has_the_english_readmes_sections_in_order():
+    def titles(markdown: str) -> list[str]:
+        return re.findall(r"^## (.+)$", FENCE.sub("", markdown), re.MULTILINE)
+
+    assert titles(EN) == ["Quick start", "Providers", "The loop", "Read the code in 20 minutes",
+                          "Add a tool in three steps", "Documentation"]
+    assert titles(ZH) == ["快速开始", "接入服务商", "循环本身", "20 分钟读懂代码", "三步加一个工具", "文档"]
 
 
 # --- every output quoted is what plainagent prints ---
@@ -283,7 +307,7 @@ def reproduced(tmp_path: Path, monkeypatch) -> list[str]:
 
 
 def test_every_output_quoted_is_what_plainagent_prints(tmp_path, monkeypatch):
-    quoted = [body.removesuffix("\n") for language, body in blocks(ZH) if language == "text"]
+    quoted = [body.removesuffix("\n") for language, body in blocks(ZH_ALL) if language == "text"]
     real = reproduced(tmp_path, monkeypatch)
     if (socks := through_a_socks_proxy(monkeypatch)) is None:  # not reproducible here: the rest still is
         quoted = [output for output in quoted if "SOCKS" not in output]

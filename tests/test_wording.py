@@ -13,11 +13,11 @@ from harness.cli.display import summarize
 from harness.history.compaction import describe_removed
 from harness.history.context import Context, cut
 from harness.model.client import ChatError, Client
-from harness.parser.toolcalls import CallResult, parse_reply
+from harness.parser.toolcalls import parse_reply
 from harness.sandbox import shell
 from harness.sandbox.permissions import Permissions
 from harness.sandbox.workspace import Workspace
-from tools import check_args, run_tool
+from tools import CallResult, check_args, run_tool
 
 NAMES = ["read_file", "list_files", "edit_file", "search_files", "run_command"]
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Protocol
 
 from harness.common.redaction import is_secret_key, redact
 from harness.common.words import count
@@ -44,9 +45,17 @@ from harness.history.compaction import (
 )
 from harness.history.transcript import Transcript
 from harness.model.replies import ChatError, Reply
-from harness.parser.toolcalls import CallResult, opens_call
+from harness.parser.toolcalls import opens_call
 from harness.sandbox.documents import split_lines
 from prompt import render_result, render_results
+
+
+class Result(Protocol):  # tools.py's CallResult: what the history keeps of each call's outcome
+    name: str
+    args: dict
+    ok: bool
+    output: str
+    seconds: float
 
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
 RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
@@ -78,7 +87,7 @@ class Context:
         self.messages = messages
         self.secret = secret  # the API key: blanked from every message added, as from every result
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
-        self.outputs: dict[int, tuple[list[CallResult], list[str]]] = {}  # the current task's results, whole
+        self.outputs: dict[int, tuple[list[Result], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
         self.summarize_with = summarize_with  # the model call that writes a summary (Model.chat_unshown); None: none
         self.transcript = transcript or Transcript()
@@ -93,7 +102,7 @@ class Context:
         self.messages.append({"role": role, "content": content})
         self.transcript.write("message", message=self.messages[-1], **record)
 
-    def add_results(self, results: list[CallResult], notes: list[str]) -> None:
+    def add_results(self, results: list[Result], notes: list[str]) -> None:
         """Append one reply's results as one user message, cut to fit the budget if they are very long."""
         for result in results:
             self.transcript.write("tool", name=result.name, ok=result.ok, seconds=round(result.seconds, 3))
@@ -279,7 +288,7 @@ class Context:
         return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
 
 
-def render_fitted(results: list[CallResult], notes: list[str], room: int) -> str:
+def render_fitted(results: list[Result], notes: list[str], room: int) -> str:
     """One reply's results as one message, the outputs cut to share `room` bytes if they are longer."""
     outputs = fit_outputs([result.output for result in results], room)
     return render_results([render_result(result.name, result.ok, output) for result, output in zip(results, outputs)],

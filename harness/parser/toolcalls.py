@@ -84,17 +84,6 @@ class BadCall:
 
 
 @dataclass
-class CallResult:
-    """One call's outcome, as the tools report it; prompt.render_result frames it for the model."""
-
-    name: str
-    args: dict
-    ok: bool
-    output: str
-    seconds: float = 0.0
-
-
-@dataclass
 class ParsedReply:
     text: str  # the reply as kept in the history: without leading reasoning, cut before an invented turn
     calls: list[ToolCall | BadCall] = field(default_factory=list)
