@@ -172,6 +172,32 @@ def test_asking_git_runs_no_program_the_repository_config_names(ws, tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
+@pytest.mark.parametrize("program", ["remote.origin.uploadpack", "core.sshCommand"])
+def test_asking_git_fetches_no_missing_object_from_a_promisor_remote(ws, tmp_path, program):
+    """A partial clone fetches a missing object from its promisor remote, running the remote's uploadpack (or
+    ssh command): a command in the sandbox prepared this repository, and this git runs outside the sandbox."""
+    payload = f"touch {tmp_path / 'ran'}; git-upload-pack" if program.endswith("uploadpack") else \
+        f"touch {tmp_path / 'ran'}; false"
+    url = str(ws.root) if program.endswith("uploadpack") else "ssh://h/x"
+    write(ws, "sub/.gitignore", b"*.log\n")
+    write(ws, "sub/f.txt", b"x\n")
+    git(ws, "init", "-q")
+    git(ws, "add", "sub")
+    git(ws, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "i")
+    git(ws, "update-index", "--skip-worktree", "sub/.gitignore")
+    (ws.root / "sub/.gitignore").unlink()  # git must read it from its objects, where it is missing
+    blob = subprocess.run(["git", "rev-parse", ":sub/.gitignore"], cwd=ws.root, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (ws.root / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    for name, value in [("core.repositoryformatversion", "1"), ("extensions.partialClone", "origin"),
+                        ("remote.origin.promisor", "true"), ("remote.origin.url", url), (program, payload)]:
+        git(ws, "config", name, value)
+    write(ws, "sub/new.txt", b"u\n")
+    ws.walk(ws.root)
+    list(ws.walk(ws.root))
+    assert not (tmp_path / "ran").exists()
+
+
 def test_a_workspace_git_ignores_entirely_falls_back_to_its_own_gitignore(ws):
     """The root inside an ignored folder of a bigger repository: git lists nothing, which would hide all."""
     git(ws, "init", "-q")

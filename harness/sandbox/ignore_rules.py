@@ -51,14 +51,18 @@ def paths_git_ignores(root: Path) -> set[str] | None:
     path); None where git is missing, `root` is not in a repository, or `root` itself is ignored by the
     repository around it (git's answer would hide everything). Asking for what is ignored, not for what is
     shown, keeps empty folders visible and the answer short: node_modules/ is one line."""
-    # core.fsmonitor names a program git would run: a prepared .git/config must not run one by our hand.
-    command = ["git", "-c", "core.fsmonitor=false", "ls-files", "--others", "--ignored", "--exclude-standard",
-               "--directory", "-z"]
+    # This git runs in the agent's own process, outside the commands' kernel boundary, on a repository a command
+    # may have prepared: nothing in its configuration may make git run a program. core.fsmonitor names one; a
+    # "promisor" remote of a partial clone is fetched from when an object is missing, and its uploadpack (or
+    # core.sshCommand) runs a program: no transport at all (protocol.allow=never, GIT_NO_LAZY_FETCH from git 2.45).
+    command = ["git", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "ls-files", "--others", "--ignored",
+               "--exclude-standard", "--directory", "-z"]
     if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
         return None
     try:
         # Without the key: a process's starting environment is readable by every other process of the user.
-        env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+        env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"} | {
+            "GIT_NO_LAZY_FETCH": "1"}
         listed = subprocess.run(command, cwd=root, env=env, capture_output=True, stdin=subprocess.DEVNULL,
                                 timeout=GIT_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired):
