@@ -375,7 +375,7 @@ def test_in_a_folder_of_a_repository_or_a_worktree_commits_still_work(tmp_path):
         ws = Workspace(workspace, boundary=boundary)
         out = run_shell(ws, f"echo x > f && git add f && {git} commit -qm here && git log --oneline | wc -l", 10, boundary)
         assert out == "2", out
-        assert f", {repository / '.git'}" in boundary.summary()
+        assert f", its repository's {repository / '.git'}" in boundary.summary()
         assert "refused writing" in run_shell(ws, "echo y >> ../top.txt", 10, boundary)  # the rest stays outside
     assert (repository / "top.txt").read_text() == "top\n"
 
@@ -458,3 +458,33 @@ def test_in_a_shut_folder_what_is_made_later_is_the_commands_too(tmp_path):
     assert tree.run("cat agent.py") == "print('plainagent')"
     (tree.program / "notes.md").write_text("made by the agent\n")
     assert tree.run("cat notes.md && echo more >> notes.md && tail -1 notes.md") == "made by the agent\nmore"
+
+
+@pytest.mark.parametrize("dot_git", ["gitdir: {victim}\n", "gitdir: ..\n", "gitdir: g\n"])
+def test_a_git_file_a_command_wrote_opens_no_folder_to_the_next_session(tmp_path, dot_git):
+    """`.git` in the workspace is a command's to write; a worktree's is believed only when git's own file in the
+    folder it names (outside, where no command writes) names it back."""
+    tree = Tree(tmp_path)
+    (tree.workspace / "g").mkdir()
+    (tree.workspace / "g/commondir").write_text(str(tree.victim))
+    (tree.workspace / ".git").write_text(dot_git.format(victim=tree.victim))
+    boundary = Boundary(tree.workspace, [])
+    assert boundary.git == [] and "repository" not in boundary.summary()
+    assert "refused writing" in run_shell(Workspace(tree.workspace, boundary=boundary), "rm -rf ../victim", 10, boundary)
+
+
+def test_another_repositorys_config_is_hidden_but_the_workspaces_own_is_read(tmp_path):
+    import subprocess
+
+    tree = Tree(tmp_path)
+    for repository in (tree.home / "proj", tree.home / "mono"):
+        repository.mkdir()
+        subprocess.run(["git", "init", "-q", str(repository)], check=True)
+        (repository / ".git/config").write_bytes(b"[remote \"o\"]\n\turl = https://SECRET-MARKER@x/\n")
+    workspace = tree.home / "mono/pkg"
+    workspace.mkdir()
+    boundary = Boundary(workspace, hidden_paths(tree.home, workspace, [])[0])
+    ws = Workspace(workspace, boundary=boundary)
+    assert tree.home / "proj/.git/config" in boundary.hidden and tree.home / "mono/.git/config" not in boundary.hidden
+    assert "SECRET-MARKER" not in run_shell(ws, "cat ~/proj/.git/config", 10, boundary)
+    assert run_shell(ws, "git config remote.o.url", 10, boundary) == "https://SECRET-MARKER@x/"  # its own: git works

@@ -125,7 +125,7 @@ class Boundary:
         """One line on what holds, for the start line and /sandbox."""
         if not self.abi:
             return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
-        extra = "".join(f", {folder}" for folder in [*self.git, *self.extra])
+        extra = "".join([*(f", its repository's {folder}" for folder in self.git), *(f", {f}" for f in self.extra)])
         truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
         net = "network allowed" if self.network else "no network" if self.abi >= 4 or seccomp_program(False) else \
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
@@ -266,7 +266,9 @@ def close(held: dict, tmpdir: Path) -> None:
 def repository_outside(workspace: Path) -> list[Path]:
     """The git folders outside the workspace that commits made in it write: the repository's .git when the
     workspace is a folder inside one (a monorepo's package), or a worktree's own folder and the repository's
-    common one (`.git` is then a file: "gitdir: PATH"). A commit is ordinary work; without these it fails."""
+    common one (`.git` is then a file: "gitdir: PATH"). A commit is ordinary work; without these it fails.
+    A `.git` file in the workspace is the command's to write: it is believed only when the folder it names,
+    which lies outside, names it back, as git's worktrees do (their `gitdir` file)."""
     for folder in [workspace, *workspace.parents]:
         dot_git = folder / ".git"
         if dot_git.is_dir():
@@ -275,11 +277,13 @@ def repository_outside(workspace: Path) -> list[Path]:
             try:
                 line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
                 gitdir = (folder / line.removeprefix("gitdir:").strip()).resolve()
-                common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve() \
-                    if (gitdir / "commondir").is_file() else None
-            except OSError:
+                back = (gitdir / (gitdir / "gitdir").read_text(encoding="utf-8").strip()).resolve()
+                common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+            except (OSError, ValueError):
                 return []
-            return [path for path in (gitdir, common) if path and not path.is_relative_to(workspace)]
+            if back != dot_git.resolve() or gitdir.parent != common / "worktrees":
+                return []  # not a worktree git made: a file that would open some other folder to commands
+            return [path for path in (gitdir, common) if not path.is_relative_to(workspace)]
     return []
 
 
@@ -364,6 +368,8 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
             if path == workspace:
                 continue
             is_dir = entry.is_dir(follow_symlinks=False)
+            if entry.name == ".git" and is_dir and not workspace.is_relative_to(folder):
+                found.append(path / "config")  # another repository's: remote URLs with tokens (not searched on)
             if is_secret(f"{path}/any" if is_dir else str(path)):  # a folder of secrets (.ssh/**), or a file
                 found.append(path)
                 if entry.is_symlink():  # its target holds the secret: hidden too
