@@ -17,6 +17,7 @@ import pytest
 from harness.common.directories import config_dir, state_dir
 from harness.sandbox import landlock, seccomp
 from harness.sandbox.landlock import Boundary, hidden_paths
+from harness.sandbox.refusals import refusal_note
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import Workspace
 
@@ -252,12 +253,12 @@ def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
     assert f"refused reading {tree.home}/.ssh/id_ed25519: commands may not read secret files" in read
     assert "(PLAINAGENT_SANDBOX=off in their settings" in read
     signal = tree.run(f"kill -0 {os.getpid()}")
-    assert "refused a call on another process: commands may not signal or change processes they did not start" in \
-        signal
+    assert "refused a call on another process: commands may not look into, signal or change processes they did " \
+        "not start" in signal
     assert "refused the network" in tree.run("{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
     # A refusal inside the workspace is not the boundary's doing (a file the user made read-only): no note.
-    assert tree.boundary.refusal_note(f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
-    assert tree.boundary.refusal_note("rm: cannot remove 'ro/x': Permission denied") is None
+    assert refusal_note(tree.boundary, f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
+    assert refusal_note(tree.boundary, "rm: cannot remove 'ro/x': Permission denied") is None
     assert "kernel sandbox" not in tree.run("echo fine")
 
 
@@ -488,3 +489,28 @@ def test_another_repositorys_config_is_hidden_but_the_workspaces_own_is_read(tmp
     assert tree.home / "proj/.git/config" in boundary.hidden and tree.home / "mono/.git/config" not in boundary.hidden
     assert "SECRET-MARKER" not in run_shell(ws, "cat ~/proj/.git/config", 10, boundary)
     assert run_shell(ws, "git config remote.o.url", 10, boundary) == "https://SECRET-MARKER@x/"  # its own: git works
+
+
+def test_no_attribute_acl_or_inode_flag_is_set_and_cp_a_still_works(tmp_path):
+    """Landlock covers content and names, not extended attributes (an ACL that gives another user a file) nor
+    inode flags (`chattr +a`): seccomp refuses setting them, as a file system without them would."""
+    tree = Tree(tmp_path)
+    victim = tree.victim / "notes.txt"
+    for command in [f"{{python}} -c 'import os; os.setxattr(\"{victim}\", \"user.x\", b\"1\")'",
+                    f"{{python}} -c 'import os; os.setxattr(\"{victim}\", \"system.posix_acl_access\", b\"\\\\x02\")'",
+                    "chattr +A app.py", f"chattr +a {victim}"]:
+        assert tree.run(command).startswith("exit code "), command
+    assert os.listxattr(victim) == []
+    assert tree.run("cp -a app.py copy.py && cp -p app.py copy2.py && cat copy.py") == "x = 1"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as a user, System V objects of the user's own stay in reach")
+def test_as_root_a_command_sees_no_system_v_object_of_another_process(tmp_path):
+    import subprocess
+
+    queue = subprocess.run(["ipcmk", "-Q"], capture_output=True, text=True, check=True).stdout.split()[-1]
+    try:
+        output = Tree(tmp_path).run(f"ipcs -q | grep -c {queue}; ipcrm -q {queue}")
+    finally:
+        subprocess.run(["ipcrm", "-q", queue], capture_output=True)
+    assert output.startswith("exit code ") and output.split("\n")[1] == "0"

@@ -27,7 +27,7 @@ from harness.cli.terminal import can_draw, escape
 from harness.common.redaction import Redactor
 from harness.common.words import count
 from harness.parser.toolcalls import opens_call
-from harness.sandbox.landlock import REFUSAL_NOTE
+from harness.sandbox.refusals import REFUSAL_NOTE
 from harness.sandbox.shell import failed
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come

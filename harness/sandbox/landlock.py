@@ -22,7 +22,8 @@ the command and everything it starts are inside, the agent stays outside. Inside
     python` cannot kill the agent; seccomp refuses the calls that change another process (prlimit, renice), BPF
     and the kernel's keyrings; no capability, even as root, and no set-user-ID gain (no_new_privs).
 Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
-what this kernel has is enforced, and `Boundary.summary` says what that is, for the start line and /sandbox.
+what this kernel has is enforced, and `Boundary.summary` says what that is, for the start line and /sandbox;
+refusals.py tells the model, after a command, which wall it met.
 Not covered: a command may still change or delete anything in the workspace (that is its job; git is the
 backup), change a file's mode or times outside (Landlock covers content and names), and connect to Unix socket
 files (a Docker daemon's).
@@ -33,7 +34,6 @@ from __future__ import annotations
 import collections
 import ctypes
 import os
-import re
 import shutil
 import stat
 import struct
@@ -65,20 +65,7 @@ HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.conf
 HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
 SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
 
-REFUSAL_NOTE = "(plainagent: the kernel sandbox refused "  # how the note for the model begins (display.py shows it)
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
-# A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
-NETWORK = re.compile(r"(?i)socket|connect|network")
-NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve host|name resolution|name or service|"
-                            r"nodename nor servname|getaddrinfo|ENOTFOUND|EAI_AGAIN|network is unreachable|"
-                            r"couldn't connect|could not connect|failed to connect|connection refused|"
-                            r"failed to establish a new connection|no matching distribution|unable to access 'http")
-# How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
-# EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
-REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
-                     r"invalid cross-device link|EXDEV")
-# A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
-PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
 
 
 def abi_version() -> int:
@@ -136,57 +123,6 @@ class Boundary:
             "stopped there)")
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
                 f"{secrets} (Landlock ABI {self.abi})")
-
-    def refusal_note(self, output: str, status: str = "exit code 1") -> str | None:
-        """A sentence for the model after a command met the boundary, so that it does not try the same thing in
-        ten other shapes, and asks the user instead: what was refused, by which wall, and the one setting that
-        would open it. None when nothing in the output shows the boundary's hand. `status` is how the command
-        ended ("exit code 0", "killed after 60 s ...")."""
-        reasons = [self.reason(line, refused, output) for line in output.splitlines()
-                   if (refused := REFUSED.search(line))]
-        reasons = [reason for reason in reasons if reason]
-        if not reasons and not self.network and status != "exit code 0":  # no socket: programs say it their way
-            if NETWORK_FAILED.search(output):
-                reasons = [("the network", "")]
-            elif status.startswith("killed after"):  # npm and pip retry for minutes before they give up
-                reasons = [("the network, if that is what it waited for", "")]
-        if not reasons:
-            return None
-        kind, path = reasons[0]
-        refused, wall, setting = {
-            "write": (f"writing {path}", "commands may write only inside the workspace"
-                      f"{''.join(f', {folder}' for folder in self.extra)} and $TMPDIR", "PLAINAGENT_SANDBOX_WRITE=DIR"),
-            "read": (f"reading {path}", "commands may not read secret files, the key's .env or plainagent's own files",
-                     "PLAINAGENT_SANDBOX=off"),
-            "signal": ("a call on another process", "commands may not signal or change processes they did not start",
-                       "PLAINAGENT_SANDBOX=off"),
-        }.get(kind, (kind, "commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"))
-        return (f"{REFUSAL_NOTE}{refused}: {wall}. Another shape of the command is refused "
-                f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
-
-    def reason(self, line: str, refused: re.Match, output: str) -> tuple[str, str] | None:
-        """("write", path), ("read", path), ("signal", ""), ("the network", "") for a refusal's line of `output`;
-        None when the boundary did not make it (a file in the workspace the user made read-only)."""
-        if re.search(r"\b(kill|signal|prlimit|renice|taskset|ionice|resource limit)", line[:refused.start()], re.I):
-            return ("signal", "")
-        if not (paths := self.named(line, refused)):
-            return ("the network", "") if not self.network and NETWORK.search(output) else None
-        path = next((path for path in paths if not self.may_write(path)), None)
-        if path is None:
-            return None
-        return ("read" if self.is_hidden(path) else "write", str(path))
-
-    def named(self, line: str, refused: re.Match) -> list[Path]:
-        """The paths a refusal's line names: Python's after it ("...denied: '/x'"); else the one before it, as sh,
-        coreutils and git put it ("sh: 1: cannot create x: Permission denied", "rm: cannot remove 'x': ...")."""
-        after = PATH.findall(line[refused.end():])[:1]
-        segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
-        last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
-        path_like = last and " " not in last and (  # not "kill", "IO::Socket::INET"
-            "/" in last or "." in last or os.path.lexists(self.workspace / last))
-        named = after or ([last] if path_like else PATH.findall(segment))
-        # Where it really is: a link in the workspace to a file outside was refused as that file.
-        return [Path(os.path.realpath(self.workspace / path)) for path in named]
 
     def present(self) -> list[Path]:
         """What is hidden and exists: a folder not there yet (the state folder, before the first session) would

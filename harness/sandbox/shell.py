@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.sandbox.landlock import Boundary
+from harness.sandbox.refusals import refusal_note
 from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.workspace import Workspace
 
@@ -67,7 +68,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact).removesuffix("\n")
-    if confine and (note := boundary.refusal_note(text, status)):  # a wall, not a glitch to try again
+    if confine and (note := refusal_note(boundary, text, status)):  # a wall, not a glitch to try again
         text = f"{text}\n{note}"
     if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"

@@ -26,6 +26,7 @@ import sys
 
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2  # linux/prctl.h, linux/seccomp.h
 PR_SET_SECUREBITS, PR_CAPBSET_DROP, CAPABILITY_VERSION_3 = 28, 24, 0x20080522  # linux/capability.h
+CLONE_NEWIPC = 0x08000000  # linux/sched.h
 SECURE_NOROOT_LOCKED = 0b11  # SECBIT_NOROOT and its lock: uid 0 gains no capability by executing a file
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture
 SHELL = "/system/bin/sh" if hasattr(sys, "getandroidapilevel") else "/bin/sh"  # subprocess's shell=True choice
@@ -86,8 +87,10 @@ def confine(ruleset: int, seccomp: bytes) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     no, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)  # prctl's arguments are unsigned longs, never stray bits
-    # Root's: the bounding set emptied and root's special rules locked off, so nothing executed gets them back.
-    # Refused (EPERM) to a user who holds no capability: then there is nothing to drop.
+    # Root's: System V message queues, semaphores and shared memory of its own, not every process's; the bounding set
+    # emptied and root's special rules locked off, so nothing executed gets them back. Refused (EPERM) to a user
+    # who holds no capability: then there is nothing to drop, and only the user's own IPC objects are in reach.
+    libc.unshare(CLONE_NEWIPC)
     libc.prctl(PR_SET_SECUREBITS, ctypes.c_ulong(SECURE_NOROOT_LOCKED), zero, zero, zero)
     for capability in range(64):
         libc.prctl(PR_CAPBSET_DROP, ctypes.c_ulong(capability), zero, zero, zero)

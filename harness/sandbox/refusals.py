@@ -1,0 +1,96 @@
+"""What a command's output says of the kernel boundary (landlock.py), in one sentence for the model.
+
+The failure it prevents: a command the boundary refused ends in a bare "Permission denied", and a model takes it
+for a glitch and tries ten other shapes of the same thing, or for a server that is down. So when a command's
+output shows the boundary's hand, its result ends with a note: what was refused (writing or reading a path, a
+device, a call on another process, the network: also when a program says it its own way, or waits on it until
+the timeout), by which wall, and the one setting that would open it, which only the user can change. A
+"Permission denied" the boundary did not make (a file in the workspace the user made read-only) gets none.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from harness.sandbox.landlock import SETTINGS, SHARED_MEMORY, Boundary
+
+REFUSAL_NOTE = "(plainagent: the kernel sandbox "  # how the note for the model begins (display.py shows it)
+# A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
+NETWORK = re.compile(r"(?i)socket|connect|network")
+NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve host|name resolution|name or service|"
+                            r"nodename nor servname|getaddrinfo|ENOTFOUND|EAI_AGAIN|network is unreachable|"
+                            r"couldn't connect|could not connect|failed to connect|connection refused|"
+                            r"failed to establish a new connection|no matching distribution|unable to access 'http")
+# How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
+# EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
+REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
+                     r"invalid cross-device link|EXDEV")
+# A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
+PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
+
+
+def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1") -> str | None:
+    """A sentence for the model after a command met the boundary, so that it does not try the same thing in
+    ten other shapes, and asks the user instead: what was refused, by which wall, and the one setting that
+    would open it. None when nothing in the output shows the boundary's hand. `status` is how the command
+    ended ("exit code 0", "killed after 60 s ...")."""
+    reasons = [refusal_in(boundary, line, refused, output) for line in output.splitlines()
+               if (refused := REFUSED.search(line))]
+    reasons = [reason for reason in reasons if reason]
+    if not reasons and not boundary.network and status != "exit code 0":  # no socket: programs say it their way
+        if NETWORK_FAILED.search(output):
+            reasons = [("network", "the network")]
+        elif status.startswith("killed after"):  # npm and pip retry for minutes before they give up
+            reasons = [("network", "the network, if that is what it waited for")]
+    if not reasons:
+        return None
+    kind, what = reasons[0]
+    writes = f"commands may write only inside the workspace{''.join(f', {f}' for f in boundary.extra)} and $TMPDIR"
+    off = "PLAINAGENT_SANDBOX=off"
+    wall, setting = {
+        "write": (writes, "PLAINAGENT_SANDBOX_WRITE=DIR"),
+        "read": ("commands may not read secret files, the key's .env or plainagent's own", off),
+        "signal": ("commands may not look into, signal or change processes they did not start", off),
+        "device": ("commands may use no device but /dev/null, /dev/urandom and the like", off),
+        "network": ("commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"),
+    }.get(kind, (f"{writes}, may not read secret files{'' if boundary.network else ', and have no network'}", SETTINGS))
+    refused = "refused" if kind != "unknown" else "may have refused this"  # "Permission denied", no wall named
+    return (f"{REFUSAL_NOTE}{refused} {what}: {wall}. Another shape of the command is refused "
+            f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
+
+
+def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) -> tuple[str, str] | None:
+    """(the wall, what it refused) for a refusal's line of `output`: ("write", "writing /x"), ("read", ...),
+    ("signal", ...), ("device", ...), ("network", ...), ("unknown", ""); None when the boundary did not make
+    it (a file in the workspace the user made read-only)."""
+    if re.search(r"\b(kill|signal|prlimit|renice|taskset|ionice|resource limit)", line[:refused.start()], re.I):
+        return ("signal", "a call on another process")
+    if not (paths := named(boundary, line, refused)):
+        return ("network", "the network") if not boundary.network and NETWORK.search(output) else ("unknown", "")
+    path = next((path for path in paths if not boundary.may_write(path)), None)
+    if path is None:
+        return None
+    if path.is_relative_to("/dev") and not path.is_relative_to(SHARED_MEMORY):
+        return ("device", f"using {path}")
+    if path.is_relative_to("/proc") and not path.is_relative_to("/proc/self"):
+        return ("signal", f"reading {path}")  # another process's environment, memory or files
+    if boundary.is_hidden(path) or re.search(r"(?i)\bread|open", line):
+        return ("read", f"reading {path}")
+    return ("write", f"writing {path}")
+
+
+def named(boundary: Boundary, line: str, refused: re.Match) -> list[Path]:
+    """The paths a refusal's line names: Python's after it ("...denied: '/x'"); else the one before it, as sh,
+    coreutils and git put it ("sh: 1: cannot create x: Permission denied", "rm: cannot remove 'x': ...")."""
+    after = PATH.findall(line[refused.end():])[:1]
+    segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
+    last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
+    path_like = last and " " not in last and "\0" not in last and (  # not "kill", "IO::Socket::INET"
+        "/" in last or "." in last or os.path.lexists(boundary.workspace / last))
+    named = [path for path in after or ([last] if path_like else PATH.findall(segment)) if "\0" not in path]
+    # Where it really is: a link in the workspace to a file outside was refused as that file. Not under /proc,
+    # where a link resolved here would be this process's own (its fds, its transcript), not the command's.
+    return [Path(os.path.normpath(boundary.workspace / path)) if os.path.normpath(boundary.workspace / path).startswith(
+        "/proc/") else Path(os.path.realpath(boundary.workspace / path)) for path in named]
