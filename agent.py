@@ -4,12 +4,12 @@
 # ///
 """plainagent: a coding agent in plain Python, talking plain HTTP to any OpenAI-compatible endpoint.
 
-The loop (`run_task`) talks to four seams and nothing else: the model (`ChatModel`), the parser (`parse_reply`),
-the tools (`Tools`) and the history (`Conversation`). The task goes into the history; the model answers the whole
+The loop (`run_task`) talks to four seams and nothing else: the model (`Model`), the parser (`parse_reply`),
+the tools (`Toolbox`) and the history (`History`). The task goes into the history; the model answers the whole
 history; its reply goes in too, calls included, so it sees what it did; a reply without calls is the answer;
 otherwise the calls run in order (a failure becomes a result, never a crash, and stops the calls after it), the
 results go back as one message, and round again. With bare parts (harness/model/bare.py's one POST, a toolbox
-that asks nothing, `History` below) that is the whole agent. `build_session` wraps each seam in its
+that asks nothing, `BareHistory` below) that is the whole agent. `build_session` wraps each seam in its
 armour from harness/. The model never touches the machine: it writes text, and this script decides what runs.
 """
 
@@ -37,10 +37,10 @@ from harness.cli.config import Config, ConfigError, command_boundary, load_confi
 from harness.cli.display import LiveReply, indented, log
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user, for_output
-from harness.history.context import Context
+from harness.history.context import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
-from harness.model.model import Model
+from harness.model.model import SessionModel
 from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
@@ -53,19 +53,15 @@ MAX_REPEATS = 3  # the same call with the same arguments this many times in a ro
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
 
 
-# --- the four seams: what the loop needs of each part (the parser is a function, parse_reply) ---
+# --- the four seams: what the loop needs of each part (the parser is a function, parse_reply; the tools are one
+# class, tools.py's Toolbox: `names` for the parser, `run(call) -> CallResult`) ---
 
 
-class ChatModel(Protocol):  # harness/model/bare.py's BareClient (one POST); a session's harness/model/model.py Model
+class Model(Protocol):  # harness/model/bare.py's BareModel (one POST); a session's harness/model/model.py SessionModel
     def chat(self, messages: list[dict]) -> Reply: ...
 
 
-class Tools(Protocol):  # tools.py's Toolbox
-    names: list[str]  # every tool's name, for the parser
-    def run(self, call: ToolCall | BadCall, refusal: str | None = None) -> CallResult: ...
-
-
-class Conversation(Protocol):  # History, below; a session's harness/history/context.py Context
+class History(Protocol):  # BareHistory, below; a session's harness/history/context.py SessionHistory
     messages: list[dict]  # what the model is sent: system prompt, then user and assistant turns
     def add(self, role: str, content: str) -> None: ...
     def add_results(self, results: list[CallResult], notes: list[str]) -> None: ...
@@ -74,10 +70,10 @@ class Conversation(Protocol):  # History, below; a session's harness/history/con
 # --- the loop ---
 
 
-def run_task(task: str, model: ChatModel, tools: Tools, history: Conversation, max_steps: int = 30) -> str:
+def run_task(task: str, model: Model, tools: Toolbox, history: History, max_steps: int = 30) -> str:
     """Run one task to its final answer: chat, parse, run the calls, add their results; repeat."""
     history.add("user", task)
-    guard = LoopGuard()  # this task's: against a model that is stuck
+    watchdog = Watchdog()  # this task's: against a model that is stuck
     for _ in range(max_steps):  # each turn is one model call
         reply = model.chat(history.messages)
         parsed = parse_reply(reply.text, tools.names, reply.finish_reason)
@@ -86,21 +82,21 @@ def run_task(task: str, model: ChatModel, tools: Tools, history: Conversation, m
             if problem := reply.no_answer(parsed.text):
                 raise AnswerIncomplete(problem, parsed.text or reply.reasoning.strip())  # shown, not taken as done
             return parsed.text
-        guard.check(parsed.calls)  # too many replies in a row whose first call cannot be read end the task
+        watchdog.check(parsed.calls)  # too many replies in a row whose first call cannot be read end the task
         results: list[CallResult] = []
         try:
-            run_calls(parsed.calls, tools, guard, results)
+            run_calls(parsed.calls, tools, watchdog, results)
         finally:  # interrupted too: the calls that ran keep their results, and roles keep alternating
             history.add_results(results, parsed.notes)
     raise TaskStopped(prompt.STEP_LIMIT.format(n=max_steps))
 
 
-def run_calls(calls: list[ToolCall | BadCall], tools: Tools, guard: LoopGuard, results: list[CallResult]) -> None:
+def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watchdog: Watchdog, results: list[CallResult]) -> None:
     """Run a reply's calls in order, one result each into `results`. A call that fails stops the reply there:
     the calls after it may depend on it, so they are reported as not run rather than run without it."""
     for index, call in enumerate(calls):
         try:
-            result = tools.run(call, refusal=guard.repeated(call))
+            result = tools.run(call, refusal=watchdog.repeated(call))
         except KeyboardInterrupt:
             results += [CallResult(later.name, later.args, False, prompt.INTERRUPTED) for later in calls[index:]]
             raise
@@ -110,9 +106,9 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Tools, guard: LoopGuard, r
             return
 
 
-class History:
+class BareHistory:
     """The bare history: the conversation as the model is sent it, one list that is only appended to. (A
-    session's is harness/history/context.py's `Context`: the same, kept inside a token budget and recorded.)"""
+    session's is harness/history/context.py's `SessionHistory`: the same, kept inside a token budget and recorded.)"""
 
     def __init__(self, system_prompt: str):
         self.messages = [{"role": "system", "content": system_prompt}]
@@ -125,7 +121,7 @@ class History:
         self.add("user", prompt.render_results([prompt.render_result(r.name, r.ok, r.output) for r in results], notes))
 
 
-class LoopGuard:
+class Watchdog:
     """One task's guards against a model that is stuck: replies whose calls cannot be read, MAX_FORMAT_ERRORS
     in a row, end the task; the same call MAX_REPEATS times in a row is refused (its result will not change)."""
 
@@ -164,9 +160,9 @@ class AnswerIncomplete(TaskStopped):
 @dataclass
 class Session:
     config: Config
-    model: Model  # harness/model/model.py: the client, its reply shown as it streams, its tokens counted
+    model: SessionModel  # harness/model/model.py: the client, its reply shown as it streams, its tokens counted
     tools: Toolbox  # tools.py: the tools the mode offers, run in the workspace
-    history: Context  # harness/history/context.py: the conversation, kept inside the budget and recorded
+    history: SessionHistory  # harness/history/context.py: the conversation, kept inside the budget and recorded
     instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
 
@@ -181,7 +177,7 @@ class Session:
         permissions = self.tools.permissions
         before, line = permissions.mode, permissions.switch(mode)
         if permissions.mode != before:
-            new_prompt = prompt.render_system_prompt(permissions.tools(TOOLS), self.instructions)
+            new_prompt = prompt.render_system_prompt(permissions.offered(TOOLS), self.instructions)
             self.history.messages[0] = {"role": "system", "content": new_prompt}
             self.notes.append(f"The user switched the session to mode {mode}: it {describe_mode(mode)}.")
         return line
@@ -208,10 +204,10 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     shown as it streams and kept inside the window (it fits the history before each request)."""
     permissions = permissions or Permissions(config.mode, fetch=config.fetch)
     tools = Toolbox(workspace, permissions, log=log)
-    history = Context([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret)
-    model = Model(client, display, history, tokens)
+    history = SessionHistory([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret)
+    model = SessionModel(client, display, history, tokens)
     history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
-    history.add("system", prompt.render_system_prompt(permissions.tools(TOOLS), instructions))  # the mode's tools
+    history.add("system", prompt.render_system_prompt(permissions.offered(TOOLS), instructions))  # the mode's tools
     session = Session(config, model, tools, history, list(instructions))
     if not permissions.subagent:  # a sub-agent cannot start sub-agents
         tools.subagent = lambda task: run_subagent(session, task)

@@ -10,10 +10,10 @@ from harness.history import compaction
 from harness.history import context as context_module
 from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
 from harness.history.compaction import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT
-from harness.history.context import Context, fit_outputs
+from harness.history.context import SessionHistory, fit_outputs
 from harness.history.transcript import Transcript, load
 from harness.model.client import ChatError, Reply
-from harness.model.model import Model as SessionModel
+from harness.model.model import SessionModel
 from tools import CallResult
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}
@@ -69,7 +69,7 @@ def chat(context):
 
 def make_context(tokens=4000, model=None, transcript=None, log=None):
     lines = []
-    context = Context([dict(SYSTEM)], tokens, model or Model(), transcript, log or lines.append)
+    context = SessionHistory([dict(SYSTEM)], tokens, model or Model(), transcript, log or lines.append)
     return context, lines
 
 
@@ -425,7 +425,7 @@ def test_without_the_outputs_at_hand_the_current_results_become_a_stub_saying_to
 
 def test_the_results_cap_leaves_room_for_the_system_prompt():
     system = {"role": "system", "content": "s" * 2400}  # 800 tokens
-    context = Context([system], 2000, Model())
+    context = SessionHistory([system], 2000, Model())
     context.add("user", "read it")
     read(context, "big.txt", 100_000)
     assert context.budget.estimate(context.messages) <= 0.75 * 2000
@@ -457,7 +457,7 @@ def test_a_system_prompt_larger_than_the_window_is_named_not_the_task(task):
     """A large AGENTS.md and a small --context-tokens: it is the system prompt that does not fit, whatever the
     task (short, or shorter than the system prompt)."""
     model = Model()
-    context = Context([{"role": "system", "content": "Tools...\n# AGENTS.md\n" + "Rule: be careful.\n" * 800}], 2000,
+    context = SessionHistory([{"role": "system", "content": "Tools...\n# AGENTS.md\n" + "Rule: be careful.\n" * 800}], 2000,
                       model)
     context.add("user", task)
     with pytest.raises(ChatError) as raised:
@@ -474,7 +474,7 @@ def test_a_system_prompt_larger_than_the_window_is_named_not_the_task(task):
 
 def test_a_task_and_a_system_prompt_that_fit_only_apart_name_the_larger_part():
     model = Model()
-    context = Context([{"role": "system", "content": "S" * 2_400}], 2000, model)
+    context = SessionHistory([{"role": "system", "content": "S" * 2_400}], 2000, model)
     context.add("user", "fix this: " + "y" * 4_000)
     with pytest.raises(ChatError) as raised:
         chat(context)

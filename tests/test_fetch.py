@@ -540,7 +540,7 @@ def test_the_model_is_told_when_the_user_says_no(tmp_path):
 
 def test_fetch_off_leaves_the_tool_out_and_a_sub_agent_has_none(tmp_path):
     off = Permissions("yes", fetch=False)
-    assert "web_fetch" not in off.tools({"web_fetch": web_fetch}) and off.refusal("web_fetch") == FETCH_OFF
+    assert "web_fetch" not in off.offered({"web_fetch": web_fetch}) and off.refusal("web_fetch") == FETCH_OFF
     assert Permissions("read-only").offers("web_fetch")
     sub = Permissions("read-only", subagent=True)
     assert not sub.offers("web_fetch")

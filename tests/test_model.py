@@ -5,7 +5,7 @@ from fake_endpoint import FakeEndpoint, stream_events
 
 from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
 from harness.model.client import Client
-from harness.model.model import Model
+from harness.model.model import SessionModel
 from harness.model.replies import Reply
 
 MESSAGES = [{"role": "system", "content": "You are a coding agent. " * 40}, {"role": "user", "content": "explain"}]
@@ -40,7 +40,7 @@ def test_a_request_interrupted_mid_stream_is_counted_with_what_came():
              "pause": 0.001}
     with FakeEndpoint([reply]) as endpoint:
         display = InterruptedDisplay(after=4)  # the reasoning in 3 pieces, then the first piece of text
-        model = Model(Client(endpoint.url, "", "m", stream=True), display)
+        model = SessionModel(Client(endpoint.url, "", "m", stream=True), display)
         with pytest.raises(KeyboardInterrupt):
             model.chat(MESSAGES)
     received = "".join(text for _, text in display.pieces)
@@ -54,7 +54,7 @@ def test_a_request_interrupted_before_any_reply_counts_its_prompt():
         def chat(self, messages):
             raise KeyboardInterrupt
 
-    model = Model(Waiting())
+    model = SessionModel(Waiting())
     with pytest.raises(KeyboardInterrupt):
         model.chat(MESSAGES)
     with pytest.raises(KeyboardInterrupt):
@@ -68,7 +68,7 @@ def test_an_answered_request_counts_what_the_server_reported():
         def chat(self, messages):
             return Reply("Hi.", "stop", {"prompt_tokens": 120, "completion_tokens": 2})
 
-    model = Model(Answering())
+    model = SessionModel(Answering())
     model.chat(MESSAGES)
     assert (model.n_requests, model.n_estimated, model.tokens) == (1, 0, {"prompt_tokens": 120,
                                                                           "completion_tokens": 2})

@@ -11,8 +11,8 @@ from fake_endpoint import FakeEndpoint
 from frames import read_results
 
 import agent
-from agent import History, run_task
-from harness.model.bare import BareClient
+from agent import BareHistory, run_task
+from harness.model.bare import BareModel
 from harness.model.replies import ChatError
 from harness.sandbox.workspace import Workspace
 from prompt import render_system_prompt
@@ -25,9 +25,9 @@ def test_the_loop_with_bare_parts_fixes_a_file_against_a_real_endpoint(tmp_path)
               'tool: edit_file({"path": "app.py", "old_str": "helo", "new_str": "hello"})',
               "Fixed the typo in app.py."]
     with FakeEndpoint(script) as endpoint:
-        model = BareClient(endpoint.url, None, "some-model")
+        model = BareModel(endpoint.url, None, "some-model")
         tools = Toolbox(Workspace(tmp_path))
-        history = History(render_system_prompt(TOOLS))
+        history = BareHistory(render_system_prompt(TOOLS))
         answer = run_task("Fix the typo in app.py.", model, tools, history)
     assert answer == "Fixed the typo in app.py."
     assert (tmp_path / "app.py").read_bytes() == b"print('hello')\r\n"
@@ -43,8 +43,8 @@ def test_the_loop_with_bare_parts_fixes_a_file_against_a_real_endpoint(tmp_path)
 
 def test_a_failing_call_is_a_result_the_model_reads_not_a_crash(tmp_path):
     with FakeEndpoint(['tool: read_file({"path": "missing.py"})', "There is no missing.py."]) as endpoint:
-        history = History("SYSTEM")
-        answer = run_task("Read missing.py.", BareClient(endpoint.url, None, "m"),
+        history = BareHistory("SYSTEM")
+        answer = run_task("Read missing.py.", BareModel(endpoint.url, None, "m"),
                           Toolbox(Workspace(tmp_path)), history)
     assert answer == "There is no missing.py."
     assert read_results(history.messages[3]["content"]) == [
@@ -84,7 +84,7 @@ def test_layers_run_one_way():
 
 def test_the_bare_client_posts_the_conversation_and_reads_the_reply_or_says_why_not():
     with FakeEndpoint(["Hello.", {"status": 401, "body": {"error": {"message": "bad key"}}}]) as endpoint:
-        client = BareClient(endpoint.url, "sk-bare-0123456789", "m")
+        client = BareModel(endpoint.url, "sk-bare-0123456789", "m")
         reply = client.chat([{"role": "user", "content": "hi"}])
         with pytest.raises(ChatError, match=r"^401 from http://127\.0\.0\.1:\d+/v1/chat/completions: .*bad key"):
             client.chat([{"role": "user", "content": "again"}])

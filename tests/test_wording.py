@@ -11,7 +11,7 @@ from harness.cli.commands import is_command, run_slash_command
 from harness.cli.config import ConfigError, load_config
 from harness.cli.display import summarize
 from harness.history.compaction import describe_removed
-from harness.history.context import Context, cut
+from harness.history.context import SessionHistory, cut
 from harness.model.client import ChatError, Client
 from harness.parser.toolcalls import parse_reply
 from harness.sandbox import shell
@@ -26,7 +26,7 @@ NAMES = ["read_file", "list_files", "edit_file", "search_files", "run_command"]
 
 
 def test_one_stubbed_result_is_a_stub_and_two_are_stubs():
-    context = Context([{"role": "system", "content": "S"}], 4000)
+    context = SessionHistory([{"role": "system", "content": "S"}], 4000)
     context.add("user", "read it")
     context.add("assistant", 'tool: read_file({"path": "a.txt"})', calls=["read_file"])
     context.add_results([CallResult("read_file", {"path": "a.txt"}, True, "x" * 6000)], [])

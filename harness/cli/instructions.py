@@ -91,7 +91,7 @@ def read_instructions(path: Path, shown: str, source: str, log: Callable[[str], 
 
 def warn_if_large(instructions: list[Instructions], history, log: Callable[[str], None]) -> None:
     """Say so when the system prompt with these instructions takes more than a quarter of the budget
-    (history/context.py `Context`): every request carries it, and no compaction can shrink it."""
+    (history/context.py `SessionHistory`): every request carries it, and no compaction can shrink it."""
     size, budget = history.budget.estimate(history.messages[:1]), history.budget.tokens
     if instructions and size > budget // 4:
         log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "

@@ -1,7 +1,7 @@
 """The history seam as a session uses it: the conversation kept inside a token budget, and recorded.
 
 Every request resends the whole history, so without a budget a session soon passes the model's window and
-every request after that fails. `Context` has the bare history's `messages`, `add` and `add_results`
+every request after that fails. `SessionHistory` has the bare history's `messages`, `add` and `add_results`
 (agent.py `History`), records every message in the transcript as it is added (so --resume can carry on), and:
   - estimates each request's size in tokens before it goes out (`budget.py`: UTF-8 bytes, calibrated with
     the server's `usage.prompt_tokens`);
@@ -73,7 +73,7 @@ CUT_NOTE = ("(Cut here to fit the context budget: this result has {lines}, {tota
 # --- the history, kept inside the budget ---
 
 
-class Context:
+class SessionHistory:
     """The conversation as the model is sent it, with the bookkeeping that keeps it inside the budget.
 
     `messages` is the list the loop sends (appended to; rewritten in place only by a compaction, /reset and

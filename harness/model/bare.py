@@ -15,7 +15,7 @@ from harness.model.client import chat_url
 from harness.model.replies import ChatError, Reply
 
 
-class BareClient:
+class BareModel:
     """`chat(messages) -> Reply`, like the session's Client: the loop cannot tell the two apart."""
 
     def __init__(self, base_url: str, api_key: str | None, model: str):

@@ -1,6 +1,6 @@
 """The model seam as a session uses it: `Client.chat(messages) -> Reply`, with the armour a person needs around it.
 
-The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `Model` has the same
+The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `SessionModel` has the same
 `chat(messages) -> Reply`, so the loop cannot tell the two apart, and adds:
   - the reply shown as it streams in, with a spinner until its first byte (cli/display.py `LiveReply`);
   - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
@@ -9,7 +9,7 @@ The bare seam is the client (client.py: one POST, its retries, one clear line pe
     read the one and wrote the other, and the user pays for both;
   - the history fitted to the token budget before each request, and a server's refusal for length survived:
     the history shrinks to the window the refusal states and the same turn is asked again, at most
-    MAX_REFUSALS times (the work itself is the history's: history/context.py `Context.fit`, `.refused`).
+    MAX_REFUSALS times (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from harness.model.client import Client
 from harness.model.replies import ChatError, Reply
 
 if TYPE_CHECKING:  # for the annotations only: the history module does not need to load for this one
-    from harness.history.context import Context
+    from harness.history.context import SessionHistory
 
 
 class Display(Protocol):  # the user's side shows the reply (cli/display.py's LiveReply): what this seam needs of it
@@ -33,10 +33,10 @@ class Display(Protocol):  # the user's side shows the reply (cli/display.py's Li
 MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
 
 
-class Model:
+class SessionModel:
     """The client, shown, counted, and kept inside the window; `chat(messages) -> Reply` like the client's."""
 
-    def __init__(self, client: Client, display: Display | None = None, history: Context | None = None,
+    def __init__(self, client: Client, display: Display | None = None, history: SessionHistory | None = None,
                  tokens: dict | None = None):
         self.client = client
         self.display = display  # shows each turn's reply as it streams in; None shows nothing

@@ -58,7 +58,7 @@ class Permissions:
             return None
         return self.ask(kind, title, preview)
 
-    def tools(self, tools: dict[str, Callable]) -> dict[str, Callable]:
+    def offered(self, tools: dict[str, Callable]) -> dict[str, Callable]:
         """The tools offered: listed in the system prompt, and run when called."""
         return {name: tool for name, tool in tools.items() if self.offers(name)}
 
