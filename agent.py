@@ -32,9 +32,9 @@ if __name__ == "__main__":
     parse_args(sys.argv[1:])
 
 import prompt  # the words the model reads
-from harness.cli.commands import answered, repl, show_start
+from harness.cli.commands import answered, repl
 from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task
-from harness.cli.display import LiveReply, indented, log
+from harness.cli.display import LiveReply, indented, log, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user, for_output
 from harness.history.context import SessionHistory
@@ -43,9 +43,10 @@ from harness.model.client import Client
 from harness.model.model import SessionModel
 from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
+from harness.sandbox import ToolError
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
 from harness.sandbox.permissions import Permissions, describe_mode
-from harness.sandbox.workspace import ToolError, Workspace
+from harness.sandbox.workspace import Workspace
 from tools import TOOLS, CallResult, Toolbox
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from harness.cli.display import describe_args, outcome, summarize
 from harness.common.words import count
 from harness.parser.toolcalls import BadCall, ToolCall
+from harness.sandbox import ToolError
 from harness.sandbox.documents import EditRefused, is_text
 from harness.sandbox.edits import numbered
 from harness.sandbox.files import change_file, cut_lines, read_text
@@ -46,7 +47,7 @@ from harness.sandbox.search import (
     time_limit,
 )
 from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import ToolError, Workspace
+from harness.sandbox.workspace import Workspace
 from prompt import JSON_TYPES, UNKNOWN_TOOL, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---

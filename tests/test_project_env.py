@@ -9,8 +9,8 @@ import pytest
 from test_agent import args
 
 from agent import main
-from harness.cli.commands import describe_start
 from harness.cli.config import ConfigError, load_config
+from harness.cli.display import describe_start
 from harness.cli.project_env import read_env_text
 from harness.common.directories import allowed_env_record
 from harness.sandbox.guard import parse_rules

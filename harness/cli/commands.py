@@ -15,43 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.cli.display import describe_tokens, log
-from harness.cli.terminal import hide_key
-from harness.common.hosts import shown_url
+from harness.cli.display import describe_boundary, describe_tokens, log
 from harness.model.replies import ChatError
 from harness.sandbox.documents import is_text
-from harness.sandbox.landlock import SETTINGS, Boundary
-from harness.sandbox.permissions import describe_mode
-
-
-def describe_start(config, commands: str = "") -> str:
-    """The session's first lines, on stderr before anything else (the REPL's banner starts with them, and so
-    does -p): the model, the endpoint and where it came from, the workspace and the mode; `commands`, what the
-    kernel lets commands do (describe_boundary's); then what became of a project's .env."""
-    url_from = config.sources.get("OPENAI_BASE_URL")
-    key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
-    where = f"from {url_from}" if url_from else "the default"
-    where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
-    return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
-                      f"workspace {config.workspace}, "
-                      f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
-                      *config.notes])
-
-
-def describe_boundary(boundary: Boundary | None, config) -> str:
-    """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off."""
-    if boundary is None:
-        where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
-        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the deny rules only"
-    return boundary.summary()
-
-
-def show_start(config, boundary: Boundary | None) -> None:
-    """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
-    lines (describe_start's)."""
-    hide_key(config.api_key)
-    log(describe_start(config, describe_boundary(boundary, config)))
-
+from harness.sandbox.landlock import SETTINGS
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
 
@@ -72,7 +39,7 @@ def answered(session) -> int:
 
 def repl(session, attempt: Callable[[object, str], int]) -> int:
     """Read tasks and slash commands until the user leaves; `attempt(session, task)` runs a task (agent.py).
-    The banner's first lines, describe_start's, are shown before the session is built."""
+    The banner's first lines, display.py's describe_start, are shown before the session is built."""
     log("".join(f"Instructions from {given.file}{f' ({given.note})' if given.note else ''}\n"
                 for given in session.instructions)
         + "Type a task (end a line with \\ to go on on the next). /help lists the commands; /exit or Ctrl-D leaves.")

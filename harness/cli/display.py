@@ -1,4 +1,5 @@
-"""What the user sees: the model's reply as it streams in, a spinner until its first byte, and the activity log.
+"""What the user sees: the session's first lines (the endpoint, the workspace, the mode, what commands may touch),
+the model's reply as it streams in, a spinner until its first byte, and the activity log.
 
 The text goes where the answer goes when that is a terminal (stdout); when stdout is a pipe, it must carry
 exactly the final answer, so the live text goes to stderr instead and logs of unattended runs show progress.
@@ -23,10 +24,13 @@ from collections.abc import Callable, Collection
 from typing import TextIO
 
 from harness.cli import terminal
-from harness.cli.terminal import can_draw, escape
+from harness.cli.terminal import can_draw, escape, hide_key
+from harness.common.hosts import shown_url
 from harness.common.redaction import Redactor
 from harness.common.words import count
 from harness.parser.toolcalls import opens_call
+from harness.sandbox.landlock import Boundary
+from harness.sandbox.permissions import describe_mode
 from harness.sandbox.refusals import REFUSAL_NOTE
 from harness.sandbox.shell import failed
 
@@ -265,6 +269,38 @@ def outcome(name: str, ok: bool, output: str) -> str:
     if not ok:
         return "error"
     return "failed" if name == "run_command" and failed(output) else "ok"
+
+
+# --- the session's first lines ---
+
+
+def describe_start(config, commands: str = "") -> str:
+    """The session's first lines, on stderr before anything else (the REPL's banner starts with them, and so
+    does -p): the model, the endpoint and where it came from, the workspace and the mode; `commands`, what the
+    kernel lets commands do (describe_boundary's); then what became of a project's .env."""
+    url_from = config.sources.get("OPENAI_BASE_URL")
+    key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
+    where = f"from {url_from}" if url_from else "the default"
+    where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
+    return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
+                      f"workspace {config.workspace}, "
+                      f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
+                      *config.notes])
+
+
+def describe_boundary(boundary: Boundary | None, config) -> str:
+    """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off."""
+    if boundary is None:
+        where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
+        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the deny rules only"
+    return boundary.summary()
+
+
+def show_start(config, boundary: Boundary | None) -> None:
+    """Hand the key to the terminal, so that from here on nothing shown holds it, then show the session's first
+    lines (describe_start's)."""
+    hide_key(config.api_key)
+    log(describe_start(config, describe_boundary(boundary, config)))
 
 
 def summarize(output: str) -> str:

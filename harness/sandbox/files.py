@@ -18,6 +18,7 @@ from pathlib import Path
 
 from harness.common.redaction import REDACTED
 from harness.common.words import count
+from harness.sandbox import ToolError
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
 from harness.sandbox.edits import (
     check_python_edit,
@@ -28,7 +29,7 @@ from harness.sandbox.edits import (
     unified_diff,
 )
 from harness.sandbox.search import suggest_paths
-from harness.sandbox.workspace import ToolError, Workspace
+from harness.sandbox.workspace import Workspace
 
 READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check

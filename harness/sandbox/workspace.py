@@ -38,7 +38,7 @@ from pathlib import Path
 
 from harness.common.directories import config_dir, state_dir
 from harness.common.redaction import leaks, redact
-from harness.sandbox import beneath
+from harness.sandbox import ToolError, beneath
 from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
@@ -46,11 +46,6 @@ from harness.sandbox.landlock import Boundary
 from harness.sandbox.secret_files import is_secret
 
 OWN = "plainagent's own files: not read"  # the note a listing shows, and the reason of the refusal
-
-
-class ToolError(Exception):
-    """A tool could not do what was asked; the message tells the model why and what to do instead.
-    Defined here, not in tools.py, because the sandbox's refusals are tool results too."""
 
 
 class PathRefused(ToolError):
