@@ -321,6 +321,8 @@ def wipe_from_environ_block(name: str) -> bool:
     """Overwrite `name`'s value where the kernel keeps the environment this process started with: any process of
     the user may read it in /proc/PID/environ (Landlock guards the memory, not that file), so a key exported
     before plainagent started was there for a command to read. Python's os.environ, a copy, keeps it."""
+    if not sys.platform.startswith("linux"):  # /proc/PID/environ is Linux's (and CDLL(None) is not Windows')
+        return False
     libc = ctypes.CDLL(None)
     libc.getenv.restype = ctypes.c_void_p
     address = libc.getenv(name.encode())
