@@ -266,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def attempt(session: Session, task: str) -> int:
-    """Run a task and report how it ended, in one line: the one place the loop's endings are caught."""
+    """Run a task and report how it ended, in one line: where the loop's endings are caught for the user (a
+    sub-agent's are caught by run_subagent, for its delegate call)."""
     try:
         answer = session.run(task)
     except KeyboardInterrupt:

@@ -88,10 +88,11 @@ def test_every_function_and_class_the_tour_names_is_defined(name):
 
 def test_the_tour_names_the_loop_and_its_four_seams():
     readme_tour = set(re.findall(r"`([^`\n]+)`", section("Read the code in 20 minutes")))
-    seams = {"run_task", "run_calls", "BareHistory", "History.add", "Toolbox.run", "BareModel.chat", "parse_reply"}
+    seams = {"Model", "History", "Toolbox", "BareHistory", "BareModel.chat", "parse_reply", "read_call", "check_args",
+             "run_tool"}
     assert seams <= readme_tour
     assert {"agent.py", "prompt.py", "tools.py", "harness/model/bare.py", "harness/parser/toolcalls.py"} <= readme_tour
-    assert seams <= set(NAMES)
+    assert seams <= set(NAMES) | {"Model", "History", "Toolbox"}
 
 
 def test_the_loop_shown_is_run_task_as_agent_py_has_it():
@@ -193,3 +194,23 @@ def test_every_setting_and_flag_is_documented():
     assert {"--mode", "--resume", "-C"} <= flags
     assert sorted(flag for flag in flags if f"`{flag}" not in documented) == []
     assert sorted(variable for variable in ENV_VARS.values() if f"`{variable}" not in documented) == []
+
+
+def test_the_tours_line_ranges_start_where_it_says_and_add_up():
+    """'`agent.py` from `MAX_FORMAT_ERRORS` ... (lines 52–156)': line 52 of agent.py holds MAX_FORMAT_ERRORS, and
+    the ranges with bare.py and the 86 lines of tools.py come to the 'about N lines' the tour says."""
+    tour = section("Read the code in 20 minutes")
+    ranges = re.findall(r"`([\w/.]+\.py)` from `([^`]+)`.*?\(lines (\d+)–(\d+)\)", tour, re.S)
+    assert len(ranges) == 3
+    lengths = {}
+    for file, start_name, first, last in ranges:
+        lines = (ROOT / file).read_text(encoding="utf-8").splitlines()
+        opening = lines[int(first) - 1:int(first) + 1]  # the line, or a decorator's next one
+        assert any(start_name.split()[-1] in line for line in opening), (file, start_name, first)
+        assert int(last) <= len(lines)
+        lengths[file] = int(last) - int(first) + 1
+    bare = len((ROOT / "harness/model/bare.py").read_text(encoding="utf-8").splitlines())
+    assert f"`harness/model/bare.py` ({bare} lines)" in tour
+    lengths["tools.py"] = int(re.search(r"`run_tool` \((\d+) lines in all\)", tour)[1])  # its range, and two more
+    stated = int(re.search(r"you need about (\d+) lines in 4 files", tour)[1])
+    assert abs(sum(lengths.values()) + bare - stated) <= 15, lengths

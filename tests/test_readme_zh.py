@@ -210,9 +210,9 @@ def test_the_chinese_readme_has_the_english_readmes_sections_in_order():
     def titles(markdown: str) -> list[str]:
         return re.findall(r"^## (.+)$", FENCE.sub("", markdown), re.MULTILINE)
 
-    assert titles(EN) == ["Quick start", "Providers", "The loop", "Read the code in 20 minutes",
+    assert titles(EN) == ["Quick start", "A session", "Providers", "The loop", "Read the code in 20 minutes",
                           "Add a tool in three steps", "Documentation"]
-    assert titles(ZH) == ["快速开始", "接入服务商", "循环本身", "20 分钟读懂代码", "三步加一个工具", "文档"]
+    assert titles(ZH) == ["快速开始", "一次会话", "接入服务商", "循环本身", "20 分钟读懂代码", "三步加一个工具", "文档"]
 
 
 # --- every output quoted is what plainagent prints ---

@@ -1,10 +1,7 @@
-"""The model seam with nothing around it, for reading: one POST of the conversation, one reply read.
-
-This is what a coding agent's model call is. Each turn sends the whole conversation (the API keeps no state
-between requests) to {base_url}/chat/completions as plain JSON, and the reply is the first choice's message.
-The session's `Client` (client.py) sends the same request and reads the same reply, with what a person needs
-around it: retries with backoff, the reply streamed as it is written, deadlines, a body size cap, a parameter a
-server refuses left out, and one clear line for every way it can fail (replies.py, stream.py).
+"""The model seam with nothing around it: one POST of the conversation, one reply read. Each turn sends the
+whole conversation (the API keeps no state) to {base_url}/chat/completions, and the reply is the first choice's
+message. The session's `Client` (client.py) sends the same request with retries, streaming, deadlines, a size
+cap, and one clear line for every way it can fail (replies.py, stream.py).
 """
 
 from __future__ import annotations
@@ -24,7 +21,10 @@ class BareModel:
 
     def chat(self, messages: list[dict]) -> Reply:
         body = {"model": self.model, "messages": messages}  # [{"role": "system", "content": ...}, ...]
-        response = requests.post(self.url, headers=self.headers, json=body, timeout=(10, 300))
+        try:
+            response = requests.post(self.url, headers=self.headers, json=body, timeout=(10, 300))
+        except requests.RequestException as error:  # refused, unreachable, timed out: the request never got answered
+            raise ChatError(f"Could not reach {self.url}: {error}") from None
         if response.status_code != 200:
             raise ChatError(f"{response.status_code} from {self.url}: {response.text[:300]}")
         try:

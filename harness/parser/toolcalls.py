@@ -137,97 +137,7 @@ def parse_reply(reply: str, tool_names: list[str], finish_reason: str | None = N
     return parsed
 
 
-# --- reasoning ---
-
-
-def drop_reasoning(reply: str, tool_names: list[str]) -> str:
-    """The reply without its leading reasoning; the rest is returned as written, byte for byte.
-
-    >>> drop_reasoning("<think>plan</think>\\nThe answer is 4.", [])
-    'The answer is 4.'
-    """
-    text = reply
-    close = ORPHAN_CLOSE.search(text)  # a server that puts `<think>` in the prompt sends only `</think>`
-    if close and "<think>" not in text[:close.start()]:
-        before_call = close.start() < first_call_line(text, tool_names)
-        # After a call, only a `</think>` on a line of its own, outside any call's arguments, ends reasoning:
-        # the calls the model planned while reasoning are not calls, and never run.
-        alone = not text[text.rfind("\n", 0, close.start()) + 1:close.start()].strip()
-        if before_call or (alone and not inside_a_call(text, close.start(), tool_names)):
-            text = text[close.end():]
-    while text.lstrip().startswith("<think>"):
-        close_at = text.find("</think>")
-        if close_at == -1:  # cut off while still reasoning: nothing of it is an answer or a call
-            return ""
-        text = text[close_at + len("</think>"):]
-    return drop_blank_lines(text)
-
-
-def first_call_line(text: str, tool_names: list[str]) -> int:
-    """Where the first line holding a call starts, or the end of the text."""
-    position = 0
-    while position < len(text):
-        if call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
-            return position
-        position = next_line(text, end_of_line(text, position))
-    return len(text)
-
-
-def inside_a_call(text: str, at: int, tool_names: list[str]) -> bool:
-    """True if `at` falls inside the arguments of a call whose line starts before it."""
-    position = 0
-    while position < at:
-        line_end = end_of_line(text, position)
-        if head := call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
-            line_end = read_calls(text, head, tool_names, None, [])
-            if line_end > at:
-                return True
-        position = next_line(text, line_end)
-    return False
-
-
-def drop_blank_lines(text: str) -> str:
-    """Text without blank lines at the start and white space at the end: no call is changed by it."""
-    return LEADING_BLANK_LINES.sub("", text).rstrip()
-
-
-# --- calls ---
-
-
-def opens_call(line: str, tool_names: Collection[str] | None = None, *, complete: bool = False) -> bool | None:
-    """Whether `line`, a reply's line as far as it has arrived, opens a call as parse_reply reads it: True or
-    False once settled, None while the text to come could still decide (never with `complete`: no more comes).
-    `tool_names` None counts any name as a tool's. The display asks this, so it has no grammar of its own.
-
-    >>> opens_call("**tool:** read_"), opens_call('**tool:** read_file({"pa'), opens_call("Tool: pytest, all")
-    (None, True, False)
-    """
-    head = call_head(line, LINE_PREFIX.match(line).end(), tool_names)
-    if head is not None and (complete or head.group(3)):  # a call whose '(' has come stays one, whatever follows
-        return True
-    if complete:  # a line answered as one that starts like a call is held back like a call
-        return near_call(line, 0, tool_names) is not None
-    if UNFINISHED_HEAD.fullmatch(line):
-        return None
-    return True if head is not None else near_call_so_far(line, tool_names)
-
-
-def near_call_so_far(line: str, tool_names: Collection[str] | None) -> bool | None:
-    """Whether `line`, whose head has come whole, is answered as a line that starts like a call (near_call):
-    None while the text to come could still decide (a `Tool: NAME {...}` line until its end)."""
-    head = HEAD.match(line, LINE_PREFIX.match(line).end())
-    if head is None or (tool_names is not None and head.group(2) not in tool_names):
-        return False
-    if head.group(1) == "tool":
-        return True  # with the protocol's own keyword, whatever follows the name
-    after = AFTER_NAME.match(line, head.end(2)).end()
-    if after == len(line) or line[after] != "{":
-        return None if after == len(line) else False
-    args, end = json_object(line, after)
-    line_end = end_of_line(line, end)
-    if args is None or line_end == len(line):  # the object, or its line, is still to come
-        return None
-    return not line[end:line_end].strip(" \t")
+# --- an ordinary call: `tool: NAME({...})` at the start of a line ---
 
 
 def call_head(text: str, position: int, tool_names: Collection[str] | None) -> re.Match | None:
@@ -282,6 +192,96 @@ def read_call(text: str, head: re.Match, tool_names: list[str],
                        "Continue with smaller steps: e.g. create a long file in parts.")
         return BadCall(f"The call to {name} could not be read: {problem}", name), end
     return ToolCall(name, args, repair), end
+
+
+# --- the tolerance: reasoning, calls as they stream in, lines that only look like calls, mentions ---
+
+
+def drop_reasoning(reply: str, tool_names: list[str]) -> str:
+    """The reply without its leading reasoning; the rest is returned as written, byte for byte.
+
+    >>> drop_reasoning("<think>plan</think>\\nThe answer is 4.", [])
+    'The answer is 4.'
+    """
+    text = reply
+    close = ORPHAN_CLOSE.search(text)  # a server that puts `<think>` in the prompt sends only `</think>`
+    if close and "<think>" not in text[:close.start()]:
+        before_call = close.start() < first_call_line(text, tool_names)
+        # After a call, only a `</think>` on a line of its own, outside any call's arguments, ends reasoning:
+        # the calls the model planned while reasoning are not calls, and never run.
+        alone = not text[text.rfind("\n", 0, close.start()) + 1:close.start()].strip()
+        if before_call or (alone and not inside_a_call(text, close.start(), tool_names)):
+            text = text[close.end():]
+    while text.lstrip().startswith("<think>"):
+        close_at = text.find("</think>")
+        if close_at == -1:  # cut off while still reasoning: nothing of it is an answer or a call
+            return ""
+        text = text[close_at + len("</think>"):]
+    return drop_blank_lines(text)
+
+
+def first_call_line(text: str, tool_names: list[str]) -> int:
+    """Where the first line holding a call starts, or the end of the text."""
+    position = 0
+    while position < len(text):
+        if call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
+            return position
+        position = next_line(text, end_of_line(text, position))
+    return len(text)
+
+
+def inside_a_call(text: str, at: int, tool_names: list[str]) -> bool:
+    """True if `at` falls inside the arguments of a call whose line starts before it."""
+    position = 0
+    while position < at:
+        line_end = end_of_line(text, position)
+        if head := call_head(text, LINE_PREFIX.match(text, position).end(), tool_names):
+            line_end = read_calls(text, head, tool_names, None, [])
+            if line_end > at:
+                return True
+        position = next_line(text, line_end)
+    return False
+
+
+def drop_blank_lines(text: str) -> str:
+    """Text without blank lines at the start and white space at the end: no call is changed by it."""
+    return LEADING_BLANK_LINES.sub("", text).rstrip()
+
+
+def opens_call(line: str, tool_names: Collection[str] | None = None, *, complete: bool = False) -> bool | None:
+    """Whether `line`, a reply's line as far as it has arrived, opens a call as parse_reply reads it: True or
+    False once settled, None while the text to come could still decide (never with `complete`: no more comes).
+    `tool_names` None counts any name as a tool's. The display asks this, so it has no grammar of its own.
+
+    >>> opens_call("**tool:** read_"), opens_call('**tool:** read_file({"pa'), opens_call("Tool: pytest, all")
+    (None, True, False)
+    """
+    head = call_head(line, LINE_PREFIX.match(line).end(), tool_names)
+    if head is not None and (complete or head.group(3)):  # a call whose '(' has come stays one, whatever follows
+        return True
+    if complete:  # a line answered as one that starts like a call is held back like a call
+        return near_call(line, 0, tool_names) is not None
+    if UNFINISHED_HEAD.fullmatch(line):
+        return None
+    return True if head is not None else near_call_so_far(line, tool_names)
+
+
+def near_call_so_far(line: str, tool_names: Collection[str] | None) -> bool | None:
+    """Whether `line`, whose head has come whole, is answered as a line that starts like a call (near_call):
+    None while the text to come could still decide (a `Tool: NAME {...}` line until its end)."""
+    head = HEAD.match(line, LINE_PREFIX.match(line).end())
+    if head is None or (tool_names is not None and head.group(2) not in tool_names):
+        return False
+    if head.group(1) == "tool":
+        return True  # with the protocol's own keyword, whatever follows the name
+    after = AFTER_NAME.match(line, head.end(2)).end()
+    if after == len(line) or line[after] != "{":
+        return None if after == len(line) else False
+    args, end = json_object(line, after)
+    line_end = end_of_line(line, end)
+    if args is None or line_end == len(line):  # the object, or its line, is still to come
+        return None
+    return not line[end:line_end].strip(" \t")
 
 
 # --- lines and what is not a call ---
