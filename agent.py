@@ -79,7 +79,7 @@ def run_task(task: str, model: Model, tools: Toolbox, history: History, max_step
         reply = model.chat(history.messages)
         parsed = parse_reply(reply.text, tools.names, reply.finish_reason)
         history.add("assistant", parsed.text)  # always, calls included: the model sees what it did
-        if not parsed.calls:  # the answer, unless it is none (cut off, filtered, empty): then the task failed
+        if not parsed.calls:  # the answer, unless it is none (cut off, filtered, native calls, empty): task failed
             if problem := reply.no_answer(parsed.text):
                 raise AnswerIncomplete(problem, parsed.text or reply.reasoning.strip())  # shown, not taken as done
             return parsed.text
@@ -118,7 +118,8 @@ class BareHistory:
         self.messages.append({"role": role, "content": content})
 
     def add_results(self, results: list[CallResult], notes: list[str]) -> None:
-        """One user message answers a reply: its notes, then one framed result per call, in order."""
+        """One user message answers a reply: its notes, then one framed result per call, in order:
+        `tool_result(read_file) <<END`, the output as the tool gave it, `END` (prompt.py: the marker never in it)."""
         self.add("user", prompt.render_results([prompt.render_result(r.name, r.ok, r.output) for r in results], notes))
 
 

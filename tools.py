@@ -217,7 +217,8 @@ class CallResult:
 class Toolbox:
     """The loop's tools seam: `run(call) -> CallResult`. Every failure is a result, never a crash.
 
-    Bare, `Toolbox(Workspace(root))` offers every tool and asks nothing. The session's has the mode (which
+    Bare, `Toolbox(Workspace(root))` offers every tool and asks nothing (delegate answers that it has no
+    sub-agent). The session's has the mode (which
     tools are offered: permissions.py), a workspace that asks before writes and commands, the sub-agent for
     delegate, and the activity log."""
 

@@ -1,7 +1,7 @@
 """The model seam with nothing around it: one POST of the conversation, one reply read. Each turn sends the
 whole conversation (the API keeps no state) to {base_url}/chat/completions, and the reply is the first choice's
-message. The session's `Client` (client.py) sends the same request with retries, streaming, deadlines, a size
-cap, and one clear line for every way it can fail (replies.py, stream.py).
+message. A session's model (model.py's SessionModel) sends the same request through client.py's `Client`, with
+retries, streaming, deadlines, a size cap, and one clear line for every way it can fail.
 """
 
 from __future__ import annotations
