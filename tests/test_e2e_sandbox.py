@@ -152,3 +152,32 @@ def test_a_key_exported_before_the_start_is_not_in_the_agents_proc_environ(insta
         return
     environ = base64.b64decode(output)
     assert b"OPENAI_BASE_URL=" in environ and b"OPENAI_API_KEY=****" in environ and KEY.encode() not in environ
+
+
+def test_a_command_runs_without_plainagents_own_virtual_environment(install, project, tmp_path):
+    """The Quick start activates plainagent's venv; the project's `python` must not be plainagent's (issue 26)."""
+    venv = tmp_path / "plainagent-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
+    check = command('echo "venv=$VIRTUAL_ENV"; command -v python || echo "no python"')
+    with FakeEndpoint([check, "Checked."]) as endpoint:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY,
+                    "VIRTUAL_ENV": str(venv), "PATH": f"{venv}/bin{os.pathsep}{os.environ['PATH']}"})  # as activate
+        done = subprocess.run([str(venv / "bin" / "python"), str(install / "agent.py"), "-p", "check", "--yes"],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    output = results_sent(endpoint, 1)[0]["output"]
+    assert output.startswith("venv=\n") and str(venv) not in output
+
+
+def test_a_virtual_environment_that_is_the_workspaces_own_stays(tmp_path, monkeypatch):
+    from harness.sandbox.shell import command_environment
+    from harness.sandbox.workspace import Workspace
+
+    project_venv = tmp_path / "project/.venv"
+    project_venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(project_venv))
+    environ = {"VIRTUAL_ENV": str(project_venv), "PATH": f"{project_venv}/bin:/usr/bin"}
+    assert command_environment(environ, Workspace(tmp_path / "project")) == environ
+    outside = Workspace(tmp_path / "other")
+    assert command_environment(environ, outside) == {"PATH": "/usr/bin"}

@@ -42,7 +42,7 @@ STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
 def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | None = None) -> str:
     """Run `command` with sh (cmd.exe on Windows), inside `boundary` if given; returns its output, after a status
     line unless it succeeded, as run_command's result."""
-    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
+    env = command_environment(os.environ, ws)
     confine = []  # the tether's arguments that put the command inside the boundary: the ruleset, the seccomp program
     if boundary is not None and boundary.abi:
         confine = [str(boundary.ruleset()), seccomp_program(boundary.network).hex()]
@@ -73,6 +73,22 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
+
+
+def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace) -> dict[str, str]:
+    """The environment a command runs with: the user's, as their own shell in the workspace would have it. Not
+    the key, nor any variable that holds it; and not plainagent's own virtual environment (the Quick start
+    activates it): the project's `python -m pytest` ran plainagent's Python, and a `pip install` would have gone
+    there. A venv that is the workspace's own stays: that one is the project's."""
+    env = {name: value for name, value in environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
+    venv = env.get("VIRTUAL_ENV", "")
+    if venv and os.path.realpath(venv) == os.path.realpath(sys.prefix) and not ws.contains(Path(venv).resolve()):
+        scripts = os.path.join(venv, "Scripts" if WINDOWS else "bin")
+        env["PATH"] = os.pathsep.join(entry for entry in env.get("PATH", "").split(os.pathsep)
+                                      if os.path.realpath(entry) != os.path.realpath(scripts))
+        for name in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PYTHONHOME"):
+            env.pop(name, None)
+    return env
 
 
 def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None]:
