@@ -74,7 +74,7 @@ def test_the_users_own_env_turns_the_sandbox_off_and_a_projects_cannot(agent_hom
         done = agent_here(agent_home, project, endpoint, "-p", "append", "--yes", extra_env=extra)
         assert done.returncode == 0 and (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\nmine\n"
         assert done.stderr.splitlines()[1] == (f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in "
-                                               f"{agent_home / '.env'}); the deny rules only")
+                                               f"{agent_home / '.env'}); the guard rail only")
         (agent_home / ".env").unlink()
         (project / ".env").write_text("PLAINAGENT_SANDBOX=off\nPLAINAGENT_SANDBOX_NETWORK=on\n"
                                       "PLAINAGENT_SANDBOX_WRITE=/\n")
@@ -132,7 +132,7 @@ def test_without_landlock_the_session_goes_on_and_says_so(install, project, tmp_
         done = subprocess.run([sys.executable, str(tmp_path / "without_landlock.py"), str(install / "agent.py"), "-p",
                                "make it", "--yes"], cwd=project, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines()[1] == "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
+    assert done.stderr.splitlines()[1] == "commands: no kernel sandbox here (Landlock unavailable); the guard rail only"
     assert (project / "made.txt").read_bytes() == b"made\n" and done.stdout == "Made.\n"
 
 

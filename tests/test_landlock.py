@@ -283,7 +283,7 @@ def test_the_start_line_says_what_holds():
         "commands: writes only inside the workspace, /c/go and a private TMPDIR, network allowed, secrets unreadable "
         "(Landlock ABI 4)")
     assert Boundary(workspace, [], abi=0).summary() == (
-        "commands: no kernel sandbox here (Landlock unavailable); the deny rules only")
+        "commands: no kernel sandbox here (Landlock unavailable); the guard rail only")
 
 
 def test_secrets_are_found_under_home_but_not_in_the_workspace(tmp_path):

@@ -292,7 +292,7 @@ def describe_boundary(boundary: Boundary | None, config) -> str:
     """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off."""
     if boundary is None:
         where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
-        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the deny rules only"
+        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the guard rail only"
     return boundary.summary()
 
 

@@ -111,7 +111,7 @@ class Boundary:
     def summary(self) -> str:
         """One line on what holds, for the start line and /sandbox."""
         if not self.abi:
-            return "commands: no kernel sandbox here (Landlock unavailable); the deny rules only"
+            return "commands: no kernel sandbox here (Landlock unavailable); the guard rail only"
         extra = "".join([*(f", its repository's {folder}" for folder in self.git), *(f", {f}" for f in self.extra)])
         truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
         net = "network allowed" if self.network else "no network" if self.abi >= 4 or seccomp_program(False) else \
