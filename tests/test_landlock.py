@@ -514,3 +514,47 @@ def test_as_root_a_command_sees_no_system_v_object_of_another_process(tmp_path):
     finally:
         subprocess.run(["ipcrm", "-q", queue], capture_output=True)
     assert output.startswith("exit code ") and output.split("\n")[1] == "0"
+
+
+def test_a_forged_worktree_in_a_folder_named_worktrees_opens_nothing(tmp_path):
+    """`gitdir: .` in a workspace whose parent is called worktrees: every file the check reads is the command's."""
+    workspace = tmp_path / "worktrees" / "feat"
+    workspace.mkdir(parents=True)
+    (workspace / ".git").write_text("gitdir: .\n")
+    (workspace / "gitdir").write_text(".git\n")
+    (workspace / "commondir").write_text("../..\n")
+    assert Boundary(workspace, []).git == []
+
+
+def test_what_is_hidden_is_hidden_where_it_really_is(tmp_path, monkeypatch):
+    """A home folder, the key's .env and the state folder reached through links, and a relative --log."""
+    tree = Tree(tmp_path)
+    (tmp_path / "keystore").mkdir()
+    (tmp_path / "keystore/plainagent.env").write_bytes(b"OPENAI_API_KEY=" + SECRET)
+    (tree.program / ".env").unlink()
+    (tree.program / ".env").symlink_to(tmp_path / "keystore/plainagent.env")
+    (tmp_path / "homelink").symlink_to(tree.home)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/session.jsonl").write_bytes(SECRET)
+    monkeypatch.chdir(tmp_path / "logs")
+    hidden, _ = hidden_paths(tmp_path / "homelink", tree.workspace, [tree.program / ".env", Path("session.jsonl")])
+    tree.boundary = Boundary(tree.workspace, hidden)
+    tree.ws = Workspace(tree.workspace, boundary=tree.boundary)
+    for command in ["cat ~/.ssh/id_ed25519", f"cat {tmp_path}/homelink/.netrc", f"base64 {tree.program}/.env",
+                    f"cat {tmp_path}/keystore/plainagent.env", f"cat {tmp_path}/logs/session.jsonl"]:
+        output = tree.run(command)
+        assert "SECRET-MARKER" not in output and "U0VDUkVU" not in output, command
+
+
+def test_no_inode_attribute_changes_through_newer_calls_or_io_uring(tmp_path):
+    """file_setattr (Linux 6.17), FS_IOC_SETVERSION on a file open for reading, and io_uring, which would do
+    both without the calls seccomp refuses: refused with the network on too."""
+    tree = Tree(tmp_path, network=True)
+    victim = tree.victim / "notes.txt"
+    calls = [f"{{python}} -c 'import ctypes; exit(ctypes.CDLL(None, use_errno=True).syscall(469, -100, b\"{victim}\", "
+             "0, 0, 0) + 1)'",
+             f"{{python}} -c 'import fcntl, struct; fcntl.ioctl(open(\"{victim}\"), 0x40087602, struct.pack(\"q\", 7))'",
+             "{python} -c 'import ctypes; exit(ctypes.CDLL(None).syscall(425, 8, bytes(120)) + 1)'"]
+    for command in calls if NUMBERS else []:
+        assert tree.run(command).startswith("exit code "), command
+    assert tree.outside()[str(victim)] == b"keep me\n"

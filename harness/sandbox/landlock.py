@@ -100,7 +100,8 @@ class Boundary:
         self.workspace = Path(workspace)
         self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
         self.extra = [Path(path) for path in writable]  # folders the user lets commands write in
-        self.git = repository_outside(self.workspace)  # the .git of a repository the workspace is a part of
+        # The .git of a repository the workspace is a part of; judged against every folder commands write in.
+        self.git = repository_outside(self.workspace, [*self.extra, Path(SHARED_MEMORY)])
         self.network = network
         self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
@@ -199,12 +200,13 @@ def close(held: dict, tmpdir: Path) -> None:
     shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-def repository_outside(workspace: Path) -> list[Path]:
+def repository_outside(workspace: Path, writable: list[Path] = ()) -> list[Path]:
     """The git folders outside the workspace that commits made in it write: the repository's .git when the
     workspace is a folder inside one (a monorepo's package), or a worktree's own folder and the repository's
     common one (`.git` is then a file: "gitdir: PATH"). A commit is ordinary work; without these it fails.
-    A `.git` file in the workspace is the command's to write: it is believed only when the folder it names,
-    which lies outside, names it back, as git's worktrees do (their `gitdir` file)."""
+    A `.git` file in the workspace is the command's to write: it is believed only when the folder it names lies
+    outside every folder a command may write in (`writable`, the workspace among them: there its files could be
+    forged) and names it back, as git's worktrees do (their `gitdir` file), in the repository's `worktrees`."""
     for folder in [workspace, *workspace.parents]:
         dot_git = folder / ".git"
         if dot_git.is_dir():
@@ -217,7 +219,10 @@ def repository_outside(workspace: Path) -> list[Path]:
                 common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
             except (OSError, ValueError):
                 return []
-            if back != dot_git.resolve() or gitdir.parent != common / "worktrees":
+            temp = Path(tempfile.gettempdir()).resolve()  # where the sessions' own TMPDIRs are, plainagent-PID-*
+            forgeable = any(gitdir.is_relative_to(Path(folder).resolve()) for folder in [workspace, *writable]) or (
+                gitdir.is_relative_to(temp) and gitdir.relative_to(temp).parts[0].startswith("plainagent-"))
+            if forgeable or back != dot_git.resolve() or gitdir.parent != common / "worktrees":
                 return []  # not a worktree git made: a file that would open some other folder to commands
             return [path for path in (gitdir, common) if not path.is_relative_to(workspace)]
     return []
@@ -284,9 +289,11 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
     folder that secret_files.py names, HOME_DEPTH folders down at most, the shallowest first and dot-folders
     before the others at each depth (where tools keep credentials); a folder whose every file is secret (~/.ssh)
     is one entry. The workspace is not searched: it is the command's to read and write. And whether the search
-    went through every folder (False: it stopped at HOME_MAX_ENTRIES, and the start line says so)."""
+    went through every folder (False: it stopped at HOME_MAX_ENTRIES, and the start line says so). Every path is
+    where it really is, links followed: Landlock judges the file a link leads to, so a home folder, a .env or a
+    state folder reached through a link is hidden as what it is (a relative --log, as the agent's folder makes it)."""
     found = [Path(path) for path in own]
-    folders, n_entries, seen = collections.deque([(Path(home), 0)]), 0, set()
+    folders, n_entries, seen = collections.deque([(Path(home).resolve(), 0)]), 0, set()
     while folders:
         folder, depth = folders.popleft()
         if folder.resolve() in seen:  # a link back to a folder already searched
@@ -298,7 +305,7 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
             continue
         n_entries += len(entries)
         if n_entries > HOME_MAX_ENTRIES:
-            return found, False
+            return real_paths(found), False
         for entry in entries:
             path = Path(entry.path)
             if path == workspace:
@@ -314,7 +321,12 @@ def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Pat
                 # A linked folder (~/projects -> /data/projects) is searched where it leads: that is what the
                 # kernel sees, so what is found there is hidden by its real path.
                 folders.append((path.resolve() if entry.is_symlink() else path, depth + 1))
-    return found, True
+    return real_paths(found), True
+
+
+def real_paths(paths: list[Path]) -> list[Path]:
+    """Each path where it really is (links followed; a relative one from here), once."""
+    return list(dict.fromkeys(Path(os.path.realpath(path)) for path in paths))
 
 
 def wipe_from_environ_block(name: str) -> bool:

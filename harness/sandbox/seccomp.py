@@ -21,13 +21,13 @@ SYSCALLS = {
                "sched_setaffinity": 203, "sched_setscheduler": 144, "sched_setparam": 142, "sched_setattr": 314,
                "ioprio_set": 251, "migrate_pages": 256, "move_pages": 279, "ioctl": 16, "setxattr": 188,
                "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198, "fremovexattr": 199,
-               "setxattrat": 463, "removexattrat": 466},
+               "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
     "aarch64": {"arch": 0xC00000B7, "socket": 198, "io_uring_setup": 425, "bpf": 280, "perf_event_open": 241,
                 "add_key": 217, "request_key": 218, "keyctl": 219, "prlimit64": 261, "setpriority": 140,
                 "sched_setaffinity": 122, "sched_setscheduler": 119, "sched_setparam": 118, "sched_setattr": 274,
                 "ioprio_set": 30, "migrate_pages": 238, "move_pages": 239, "ioctl": 29, "setxattr": 5,
                 "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
-                "setxattrat": 463, "removexattrat": 466},
+                "setxattrat": 463, "removexattrat": 466, "file_setattr": 469},
 }
 SYSCALLS["amd64"], SYSCALLS["arm64"] = SYSCALLS["x86_64"], SYSCALLS["aarch64"]
 
@@ -39,8 +39,8 @@ def seccomp_program(network: bool) -> bytes:
       - no BPF, perf events or kernel keyrings: a tracer sees every process of the user, the keyring their keys;
       - no extended attribute or inode flag set (an ACL granting another user ~/.ssh/id_rsa, `chattr +a`): Landlock
         covers a file's content and names, not these, and a path is not seen here to tell inside from outside;
-      - without the network, no socket but a Unix one (UDP and raw are not Landlock's), and no io_uring, whose
-        sockets would not pass through socket();
+      - no io_uring, whose operations (sockets, extended attributes) do not pass through the calls refused here;
+      - without the network, no socket but a Unix one (UDP and raw are not Landlock's);
       - no call of another architecture (32-bit x86 on x86-64) or of x32: their numbers are other numbers."""
     numbers = SYSCALLS.get(os.uname().machine.lower())
     if numbers is None:
@@ -53,9 +53,13 @@ def seccomp_program(network: bool) -> bytes:
     rules += [(name, [], eperm) for name in ("bpf", "perf_event_open", "add_key", "request_key", "keyctl")]
     # As a file system without them would: `cp -a` then keeps the mode its own way instead of failing.
     rules += [(name, [], unsupported) for name in ("setxattr", "lsetxattr", "fsetxattr", "removexattr",
-                                                   "lremovexattr", "fremovexattr", "setxattrat", "removexattrat")]
+                                                   "lremovexattr", "fremovexattr", "setxattrat", "removexattrat",
+                                                   "file_setattr")]
+    # io_uring does what system calls do without passing through them (sockets, xattrs): programs fall back on
+    # ENOSYS, as on a kernel without it.
+    rules += [("io_uring_setup", [], enosys)]
     if not network:
-        rules += [("socket", [(16, 1)], eacces), ("io_uring_setup", [], enosys)]  # AF_UNIX is 1
+        rules += [("socket", [(16, 1)], eacces)]  # AF_UNIX is 1
     program = [op(LD, 4), op(JEQ, numbers["arch"], 1, 0), op(RET, eacces),  # another architecture's call
                op(LD, 0), op(JGE, 0x40000000, 0, 1), op(RET, eacces)]  # x32's numbers
     for name, checks, refusal in rules:  # each: the call by its number; allowed when every argument checked is so
@@ -69,8 +73,9 @@ def seccomp_program(network: bool) -> bytes:
     return b"".join(program + [op(RET, ALLOW)])
 
 
-# FS_IOC_SETFLAGS (and its 32-bit form) and FS_IOC_FSSETXATTR: chattr's immutable, append-only and other flags.
-INODE_FLAG_REQUESTS = (0x40086602, 0x40046602, 0x401C5820)
+# ioctls that change a file through a descriptor open for reading, which Landlock allows outside: FS_IOC_SETFLAGS
+# (and its 32-bit form) and FS_IOC_FSSETXATTR, chattr's flags; FS_IOC_SETVERSION (both forms); an encryption policy.
+INODE_FLAG_REQUESTS = (0x40086602, 0x40046602, 0x401C5820, 0x40087602, 0x40047602, 0x800C6613)
 LD, JEQ, JGE, RET, ALLOW = 0x20, 0x15, 0x35, 0x06, 0x7FFF0000  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, ..|JGE|K, BPF_RET|K
 
 
