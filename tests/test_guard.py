@@ -98,6 +98,7 @@ DENIED = [
     ("git -c core.editor=true push --force", PUSH), ("git push -vf", PUSH), ("git push origin +HEAD:main", PUSH),
     ("git -c alias.p='!git push -f' p", PUSH), ("git config alias.pf 'push -f' && git pf", PUSH),
     ("git -C repo --git-dir=repo/.git push --mirror", PUSH), ("timeout 30 git push -f", PUSH),
+    ("git -c remote.origin.mirror=true push origin", PUSH), ("git send-pack --force ../remote.git main", PUSH),
     # the second attack, on what the first one left
     ("$'\\x73udo' id", ROOT), ("$'\\163udo' id", ROOT), ('$"sudo" id', ROOT), ("{sudo,} id", ROOT),
     ("/usr/bin/{sudo,x} id", ROOT), ("alias s=sudo; s id", ROOT), ("cd $PLAINAGENT_UNSET_DIR && rm -rf *", RM),

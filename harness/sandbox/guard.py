@@ -97,14 +97,17 @@ def runs_a_download(command: Command) -> bool:
 
 
 def force_pushes(command: Command) -> bool:
-    """git push with --force (or any start of it), -f among short flags, --force-with-lease, --mirror or a
-    +refspec, wherever these stand among git's words: an alias or a config value set with -c included."""
+    """git push (or send-pack, the plumbing under it) with --force (or any start of it), -f among short flags,
+    --force-with-lease, --mirror or a +refspec, wherever these stand among git's words: an alias or a config value
+    set with -c included (`-c remote.origin.mirror=true push` pushes as --mirror does)."""
     for _, args in command.runs("git"):
         parts = [part for arg in args for part in re.split(r"[\s=]+", arg)]
         computed = any(getattr(arg, "subs", None) for arg in args)  # `git $(echo push) -f`: the verb may be push
-        if (computed or any(part == "push" or part.endswith(".push") for part in parts)) and any(
+        pushes = any(part in ("push", "send-pack") or part.endswith(".push") for part in parts)
+        if (computed or pushes) and any(
                 part.startswith(("+", "--force")) or re.fullmatch(r"-[a-zA-Z]*f[a-zA-Z]*", part) or len(part) > 2
-                and any(option.startswith(part) for option in ("--force-with-lease", "--mirror")) for part in parts):
+                and any(option.startswith(part) for option in ("--force-with-lease", "--mirror")) or
+                part.endswith(".mirror") for part in parts):
             return True
     return False
 
