@@ -262,9 +262,13 @@ def test_the_environment_wins_over_it_as_over_any_dotenv(install, project):
 
 
 @pytest.mark.parametrize("environ, flags, says", [
-    ({"OPENAI_MODEL": "m", "OPENAI_API_KEY": USER_KEY}, {}, "(the default; the key from the environment)"),
+    ({"OPENAI_MODEL": "m", "OPENAI_API_KEY": USER_KEY}, {}, "(the default; the key from the environment; the "
+                                                             "model from the environment)"),
     ({"OPENAI_MODEL": "m", "OPENAI_BASE_URL": "http://localhost:8000/v1"}, {}, "(from the environment; no key)"),
-    ({"OPENAI_MODEL": "m"}, {"base_url": "http://127.0.0.1:8000/v1"}, "(from --base-url; no key)"),
+    ({"OPENAI_MODEL": "m"}, {"base_url": "http://127.0.0.1:8000/v1"}, "(from --base-url; no key; the model from "
+                                                                     "the environment)"),
+    ({"OPENAI_BASE_URL": "http://localhost:8000/v1"}, {"model": "m"}, "(from the environment; no key; the model "
+                                                                      "from -m)"),
 ])
 def test_the_first_line_names_the_endpoint_and_where_it_came_from(tmp_path, environ, flags, says):
     config = load_config(args(**flags), environ, tmp_path, tmp_path / "install")
@@ -276,7 +280,11 @@ def test_the_first_line_names_the_endpoint_and_where_it_came_from(tmp_path, envi
 def test_the_first_line_names_the_users_own_dotenv(install, tmp_path):
     config = load_config(args(), {}, tmp_path, install)
     assert describe_start(config).startswith(f"plainagent: gpt-4o at https://api.openai.com/v1 (the default; the key "
-                                             f"from {install / '.env'}), workspace")
+                                             f"from {install / '.env'}; the model from {install / '.env'}), workspace")
+    (install / ".env").write_text(OWN + "OPENAI_BASE_URL=http://localhost:8000/v1\n")
+    config = load_config(args(), {"OPENAI_MODEL": "exported"}, tmp_path, install)  # issue 26: not "(from .env)"
+    assert describe_start(config).startswith(f"plainagent: exported at http://localhost:8000/v1 (from {install / '.env'}"
+                                             "; the model from the environment), workspace")
 
 
 # --- configuration errors: one line, escaped, never a key ---

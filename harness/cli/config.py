@@ -160,6 +160,8 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
             setattr(config, name, getattr(args, name))
     if args.base_url is not None:
         config.sources["OPENAI_BASE_URL"] = "--base-url"
+    if args.model is not None:
+        config.sources["OPENAI_MODEL"] = "-m"
     if args.yes and args.mode not in (None, "yes"):
         raise ConfigError(f"-y is --mode yes, and --mode {args.mode} says otherwise: give one of them.")
     if args.mode is not None and args.mode not in MODES:

@@ -282,6 +282,10 @@ def describe_start(config, commands: str = "") -> str:
     key_from = config.sources.get("OPENAI_API_KEY") if config.api_key else None
     where = f"from {url_from}" if url_from else "the default"
     where += "; no key" if not config.api_key else "" if key_from == url_from else f"; the key from {key_from}"
+    # Each shown setting names where it came from: a model exported while the URL comes from the .env would
+    # otherwise read as the .env's, and a user editing that line would see no change.
+    model_from = config.sources.get("OPENAI_MODEL")
+    where += f"; the model from {model_from}" if model_from and model_from != url_from else ""
     return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
                       f"workspace {config.workspace}, "
                       f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
