@@ -206,6 +206,8 @@ def test_reasoning_fields_are_not_part_of_the_text():
      "The model `gpt-9` does not exist"),
     (429, {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota", "code": "insufficient_quota"}},
      f"429 from {URL}: quota or credit exhausted; check your plan and billing. You exceeded your current quota (insufficient_quota)"),
+    (400, {"error": {"message": "The model `gpt-9` does not exist", "code": "model_not_found"}},
+     f"400 from {URL}: check the model name 'gpt-4o' (OPENAI_MODEL). The model `gpt-9` does not exist (model_not_found)"),
 ])
 @responses.activate
 def test_final_errors_are_one_line_and_not_retried(status, body, expected):
@@ -297,6 +299,18 @@ def test_retry_after_is_honoured(headers, wait):
     client, sleeps = make_client()
     assert client.chat(MESSAGES).text == "ok"
     assert sleeps == [wait]
+
+
+@responses.activate
+def test_a_429_after_the_last_retry_says_what_to_do():
+    for _ in range(4):
+        responses.post(URL, status=429, json={"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}})
+    client, sleeps = make_client()
+    with pytest.raises(ChatError) as error:
+        client.chat(MESSAGES)
+    assert str(error.value) == (f"429 from {URL}: the server still limits the rate after 4 attempts; wait a minute "
+                                "and try again, or check your plan's rate limits. Rate limit reached (rate_limit_exceeded)")
+    assert len(sleeps) == 3
 
 
 @responses.activate

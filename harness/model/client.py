@@ -39,6 +39,9 @@ from harness.model.stream import StreamCut, StreamError, read_stream
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
 # Model families that reject the `stop` parameter outright (OpenAI reasoning models).
 NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+# A 400 that says the model is unknown (OpenRouter, several proxies): the same advice as a 404's.
+MODEL_NOT_FOUND = re.compile(r"model_not_found|model\b.{0,80}\b(?:does not exist|not found|not exist|unknown)",
+                             re.IGNORECASE)
 # Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it.
 OPTIONAL_PARAMETERS = ("stream_options", "stop")
 
@@ -340,6 +343,11 @@ class Client:
             return f"{where}: {hint} {message}".rstrip()
         if status == 429 and is_quota_exhausted(response):
             return f"{where}: quota or credit exhausted; check your plan and billing. {message}".rstrip()
+        if status == 429:  # still limited after every retry
+            return (f"{where}: the server still limits the rate after {self.max_retries + 1} attempts; wait a minute "
+                    f"and try again, or check your plan's rate limits. {message}").rstrip()
+        if status == 400 and MODEL_NOT_FOUND.search(message):  # some providers say it with a 400, not a 404
+            return f"{where}: check the model name '{self.model}' (OPENAI_MODEL). {message}".rstrip()
         return f"{where}: {message or one_line(response.reason or '')}"
 
 
