@@ -147,6 +147,8 @@ def test_a_server_that_cuts_prompts_silently_is_warned_about_once():
     (400, "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).", 1048576),
     (413, "Request too large: too many tokens in the prompt", None),
     (413, "Request Entity Too Large", None),  # a proxy in front of the server, in its own words
+    (400, "This model's maximum context length is , tokens", None),  # a broken template: a refusal, no number
+    (400, "This model's maximum context length is 0 tokens", None),
 ])
 def test_a_refusal_for_length_is_recognised_with_its_limit(status, detail, limit):
     error = ChatError(f"{status} from http://x/v1/chat/completions: {detail}", status, detail)

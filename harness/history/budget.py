@@ -98,7 +98,8 @@ def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     stated = stated_window(getattr(error, "body", None))
     match = STATED_LIMIT.search(text)
     number = next((group for group in match.groups() if group), None) if match else None
-    return True, stated or (int(number.replace(",", "")) if number else None)
+    digits = number.replace(",", "") if number else ""  # "is , tokens" from a broken template: no number at all
+    return True, stated or (int(digits) if digits.isdigit() and int(digits) > 0 else None)
 
 
 def stated_window(body) -> int | None:
