@@ -215,6 +215,17 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
     assert load(path).warnings == []  # said once: a later run took over after it
 
 
+@pytest.mark.parametrize("results", [[{"name": "x"}], {"two": {"name": "x"}}, {"3": "not a record"}, "text"])
+def test_a_compaction_line_whose_results_cannot_be_read_loads_the_rest(tmp_path, results):
+    """From issue 26: `results` as a list, or keys that are no numbers, ended --resume in a traceback."""
+    session, path = recorded_session(tmp_path, "Hello.")
+    kept = [{"role": "user", "content": "summary"}, {"role": "assistant", "content": "ok"}]
+    with open(path, "a") as file:
+        file.write(json.dumps({"type": "compaction", "messages": kept, "results": results}) + "\n")
+    loaded = load(path)
+    assert loaded.messages == kept and loaded.results == {}
+
+
 def lines_of_tolerant(path: Path) -> list[dict]:
     entries = []
     for line in path.read_text().splitlines():

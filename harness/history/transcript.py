@@ -315,7 +315,11 @@ def load(path: Path) -> Loaded:
                 results[len(messages) - 1] = entry["results"]
         elif kind == "compaction" and isinstance(entry.get("messages"), list):
             messages = [m for m in entry["messages"] if is_message(m)]
-            results = {int(index): record for index, record in (entry.get("results") or {}).items()}
+            # What compaction knows of the calls, by message index: what cannot be read of it is left out (a
+            # hand-edited or foreign line), never a reason for a traceback.
+            given = entry.get("results") if isinstance(entry.get("results"), dict) else {}
+            results = {int(index): record for index, record in given.items()
+                       if str(index).isdigit() and isinstance(record, dict)}
         elif kind == "budget" and isinstance(entry.get("tokens"), int):
             loaded.context_tokens = entry["tokens"]
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
