@@ -247,7 +247,7 @@ class Toolbox:
             return CallResult(call.name, call.args, False, refusal)
         self.log(f"→ {call.name}({describe_args(call.args)})")
         result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)
-        self.log(f"  {outcome(call.name, result.ok, result.output)}: {summarize(result.output)}")
+        self.log(f"  {outcome(call.name, result.ok, result.output)}: {summarize(result.output, whole=not result.ok)}")
         result.seconds = time.monotonic() - started
         return result
 

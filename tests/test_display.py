@@ -331,3 +331,11 @@ def test_what_the_kernel_sandbox_refused_is_shown_under_the_line():
               "of the command is refused the same way; only the user can allow it.)")
     assert summarize(output) == ("exit code 2: (+2 lines)\n  plainagent: the kernel sandbox refused writing /h/.bashrc "
                                  "(/sandbox: what commands may do)")
+
+
+def test_an_errors_line_is_never_cut_and_a_long_glimpse_says_it_is_cut():
+    """From issue 26: "The user can allow this host by addi" was what the user saw of a refused fetch."""
+    advice = ("web_fetch refused http://127.0.0.1:8765/: the address is on this machine. The user can allow this host "
+              "by adding it to PLAINAGENT_FETCH_ALLOW, e.g. PLAINAGENT_FETCH_ALLOW=127.0.0.1")
+    assert summarize(advice, whole=True) == advice
+    assert summarize("x" * 400) == "x" * 150 + "…"

@@ -307,14 +307,19 @@ def show_start(config, boundary: Boundary | None) -> None:
     log(describe_start(config, describe_boundary(boundary, config)))
 
 
-def summarize(output: str) -> str:
+def summarize(output: str, whole: bool = False) -> str:
     """A result's first line, and how many more there are, for the activity log; and, under it, what the kernel
-    sandbox refused, if it did (the note the model reads ends the result: the user sees why too)."""
+    sandbox refused, if it did (the note the model reads ends the result: the user sees why too). A first line
+    longer than GLIMPSE is cut, and says so, unless `whole`: an error's line ends with the advice, never cut."""
     lines = output.splitlines() or [""]
     more = f" (+{count(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     refused = next((line for line in lines[1:] if line.startswith(REFUSAL_NOTE)), "")
     refused = f"\n  {refused[1:].split(': commands ')[0]} (/sandbox: what commands may do)" if refused else ""
-    return lines[0][:150] + more + refused
+    first = lines[0] if whole or len(lines[0]) <= GLIMPSE else lines[0][:GLIMPSE] + "…"
+    return first + more + refused
+
+
+GLIMPSE = 150  # characters of a result's first line in the activity log: what it is, not all of it
 
 
 def log(line: str) -> None:
