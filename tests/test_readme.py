@@ -207,7 +207,7 @@ def test_the_tours_line_ranges_start_where_it_says_and_add_up():
         lines = (ROOT / file).read_text(encoding="utf-8").splitlines()
         opening = lines[int(first) - 1:int(first) + 1]  # the line, or a decorator's next one
         assert any(start_name.split()[-1] in line for line in opening), (file, start_name, first)
-        assert int(last) <= len(lines)
+        assert int(last) < len(lines) and not lines[int(last)].strip(), (file, last)  # the range ends a block
         lengths[file] = int(last) - int(first) + 1
     bare = len((ROOT / "harness/model/bare.py").read_text(encoding="utf-8").splitlines())
     assert f"`harness/model/bare.py` ({bare} lines)" in tour
