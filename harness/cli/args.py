@@ -15,7 +15,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="agent.py", description="A coding agent for any OpenAI-compatible endpoint.",
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
-               "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM), "
+               "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM, PLAINAGENT_FETCH, PLAINAGENT_FETCH_ALLOW, "
+               "PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK, PLAINAGENT_SANDBOX_WRITE), "
                "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
                "agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 3 not done as asked (a write, command or "
