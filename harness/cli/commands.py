@@ -113,7 +113,8 @@ def slash_reset(session, argument: str) -> str:
 
 
 def slash_undo(session, argument: str) -> str:
-    """/undo: put back the file the agent's last write changed, byte for byte; again for the write before."""
+    """/undo: put back the file the agent's last write changed, byte for byte; again for the write before (this run's
+    writes only: not those before a --resume)."""
     undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
         session.notes.append(f"The user ran /undo: {undone}")
