@@ -102,7 +102,7 @@ def run_slash_command(session, line: str) -> str:
 
 def slash_help(session, argument: str) -> str:
     """/help: this list."""
-    return "\n".join(command.__doc__ for command in COMMANDS.values())
+    return "\n".join(" ".join(command.__doc__.split()) for command in COMMANDS.values())  # one line each
 
 
 def slash_reset(session, argument: str) -> str:
