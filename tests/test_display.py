@@ -329,8 +329,17 @@ def test_what_the_kernel_sandbox_refused_is_shown_under_the_line():
     output = ("exit code 2:\n/bin/sh: 1: cannot create /h/.bashrc: Permission denied\n(plainagent: the kernel sandbox "
               "refused writing /h/.bashrc: commands may write only inside the workspace and $TMPDIR. Another shape "
               "of the command is refused the same way; only the user can allow it.)")
-    assert summarize(output) == ("exit code 2: (+2 lines)\n  plainagent: the kernel sandbox refused writing /h/.bashrc "
-                                 "(/sandbox: what commands may do)")
+    assert summarize(output) == ("exit code 2: (+2 lines)\n  | /bin/sh: 1: cannot create /h/.bashrc: Permission denied\n"
+                                 "  plainagent: the kernel sandbox refused writing /h/.bashrc (/sandbox: what commands "
+                                 "may do)")
+
+
+def test_a_failed_commands_last_lines_are_shown_under_its_line():
+    """From issue 26: `failed: exit code 1: (+13 lines)` hid the error the model was reading."""
+    output = "exit code 1:\n" + "".join(f"collected line {n}\n" for n in range(10)) + "E   AssertionError: 2 != 3\n1 failed"
+    assert summarize(output) == ("exit code 1: (+12 lines)\n  | collected line 9\n  | E   AssertionError: 2 != 3\n"
+                                 "  | 1 failed")
+    assert summarize("hello\nworld") == "hello (+1 line)"  # a success: its first line only
 
 
 def test_an_errors_line_is_never_cut_and_a_long_glimpse_says_it_is_cut():

@@ -308,18 +308,23 @@ def show_start(config, boundary: Boundary | None) -> None:
 
 
 def summarize(output: str, whole: bool = False) -> str:
-    """A result's first line, and how many more there are, for the activity log; and, under it, what the kernel
-    sandbox refused, if it did (the note the model reads ends the result: the user sees why too). A first line
+    """A result's first line, and how many more there are, for the activity log; under it, a failed command's last
+    lines, and what the kernel sandbox refused, if it did (the note the model reads ends the result: the user
+    sees why too). A first line
     longer than GLIMPSE is cut, and says so, unless `whole`: an error's line ends with the advice, never cut."""
     lines = output.splitlines() or [""]
     more = f" (+{count(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     refused = next((line for line in lines[1:] if line.startswith(REFUSAL_NOTE)), "")
     refused = f"\n  {refused[1:].split(': commands ')[0]} (/sandbox: what commands may do)" if refused else ""
     first = lines[0] if whole or len(lines[0]) <= GLIMPSE else lines[0][:GLIMPSE] + "…"
-    return first + more + refused
+    # A failed command: its last lines are what the model reads first (the error), so the user sees them too.
+    body = [line for line in lines[1:] if not line.startswith(REFUSAL_NOTE)]
+    tail = "".join(f"\n  | {line[:GLIMPSE]}" for line in body[-FAILED_TAIL:]) if failed(output) else ""
+    return first + more + tail + refused
 
 
 GLIMPSE = 150  # characters of a result's first line in the activity log: what it is, not all of it
+FAILED_TAIL = 3  # last lines of a failed command's output shown under its line
 
 
 def log(line: str) -> None:
