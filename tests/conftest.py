@@ -23,6 +23,7 @@ from fake_endpoint import install_program  # noqa: E402  (found through the path
 
 import agent  # noqa: E402
 from harness.cli import display, terminal  # noqa: E402
+from harness.common.redaction import Secret  # noqa: E402
 
 # Started in the background by a script, this process ignores Ctrl-C, and so would every agent it starts (an
 # ignored signal stays ignored through exec): the Ctrl-C tests would test nothing. Python's own handler here.
@@ -82,7 +83,7 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     # main() reads the user's .env beside agent.py: in a checkout that is the developer's own, with a real key.
     # A test that calls main() gets an empty folder there instead (in_process.py and `install` choose their own).
     monkeypatch.setattr(agent, "__file__", str(nothing_of_the_user / "agent.py"))
-    monkeypatch.setattr(terminal, "secret", "")  # what main() sets for the screen goes with the test
+    monkeypatch.setattr(terminal, "secret", Secret())  # what main() sets for the screen goes with the test
     monkeypatch.setattr(display, "active", None)
     # git reads the developer's ~/.gitconfig (core.excludesFile) and /etc/gitconfig: never in a test.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(nothing_of_the_user / "gitconfig"))

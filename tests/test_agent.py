@@ -168,7 +168,7 @@ def test_precedence_flag_over_env_over_the_users_dotenv(tmp_path):
                                  "PLAINAGENT_MAX_STEPS=7\n")
     environ = {"OPENAI_MODEL": "from-env", "UNRELATED": "x"}
     config = load_config(args(), environ, tmp_path, script)
-    assert (config.model, config.api_key, config.base_url, config.max_steps) == ("from-env", "sk-script", "https://script/v1", 7)
+    assert (config.model, config.api_key.value, config.base_url, config.max_steps) == ("from-env", "sk-script", "https://script/v1", 7)
     assert config.sources == {"OPENAI_MODEL": "the environment", "OPENAI_API_KEY": str(script / ".env"),
                               "OPENAI_BASE_URL": str(script / ".env"), "PLAINAGENT_MAX_STEPS": str(script / ".env")}
     config = load_config(args(model="from-flag", max_steps=3, base_url="http://localhost:8000/v1"), environ, tmp_path, script)
@@ -203,7 +203,7 @@ def test_a_key_is_required_except_for_local_servers_and_urls_with_credentials(tm
         with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
             load_config(args(), environ, tmp_path, tmp_path)
     else:
-        assert load_config(args(), environ, tmp_path, tmp_path).api_key == ""
+        assert load_config(args(), environ, tmp_path, tmp_path).api_key.value == ""
 
 
 @pytest.mark.parametrize("value, stop", [("off", []), ('["\\nUser:", "\\ntool_result("]', ["\nUser:", "\ntool_result("])])
@@ -397,13 +397,13 @@ def test_unusable_settings_are_config_errors_naming_the_variable(tmp_path, envir
 
 def test_a_placeholder_key_is_not_sent_to_a_local_server(tmp_path):
     environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-...", "OPENAI_BASE_URL": "http://localhost:11434/v1"}
-    assert load_config(args(), environ, tmp_path, tmp_path).api_key == ""
+    assert load_config(args(), environ, tmp_path, tmp_path).api_key.value == ""
 
 
 @pytest.mark.parametrize("key", ["ollama", "EMPTY", "x", "lm-studio"])
 def test_short_keys_local_servers_accept_are_kept(tmp_path, key):
     environ = {"OPENAI_MODEL": "m", "OPENAI_API_KEY": key, "OPENAI_BASE_URL": "http://localhost:11434/v1"}
-    assert load_config(args(), environ, tmp_path, tmp_path).api_key == key
+    assert load_config(args(), environ, tmp_path, tmp_path).api_key.value == key
 
 
 @pytest.mark.parametrize("base_url, local", [

@@ -105,7 +105,7 @@ def test_a_dotenv_that_sets_nothing_plainagent_reads_is_not_asked_about(install,
 def test_a_dotenv_whose_settings_would_all_be_left_out_is_not_asked_about(install, project):
     asked = Asker()  # the app's own OpenAI key, say: it never goes to your endpoint, so there is nothing to allow
     config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=gpt-4o-mini\n", ask=asked)
-    assert asked.shown == [] and config.notes == [] and config.api_key == USER_KEY
+    assert asked.shown == [] and config.notes == [] and config.api_key.value == USER_KEY
 
 
 def test_your_own_dotenv_is_never_asked_about(install, project):
@@ -185,7 +185,7 @@ def test_folders_commands_may_write_in_are_absolute_paths(install, project, tmp_
 def test_its_key_model_and_limits_never_go_to_your_endpoint(install, project):
     config = load(install, project, f"OPENAI_API_KEY={PROJECT_KEY}\nOPENAI_MODEL=o1-pro\nPLAINAGENT_MAX_STEPS=500\n"
                                     "PLAINAGENT_CONTEXT_TOKENS=1000000\nPLAINAGENT_DENY=npm publish\n")
-    assert (config.api_key, config.base_url, config.model) == (USER_KEY, "https://api.openai.com/v1", "gpt-4o")
+    assert (config.api_key.value, config.base_url, config.model) == (USER_KEY, "https://api.openai.com/v1", "gpt-4o")
     assert (config.max_steps, config.context_tokens) == (30, 32_000)
     assert config.notes[0].count("not used") == 4
     config = load(install, project, "PLAINAGENT_MAX_STEPS=5\nPLAINAGENT_CONTEXT_TOKENS=8000\n")
@@ -196,13 +196,13 @@ def test_its_key_model_and_limits_never_go_to_your_endpoint(install, project):
 def test_your_key_never_goes_to_its_endpoint(install, project, environ):
     asked = Asker()
     config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nOPENAI_MODEL=m\n", environ, asked)
-    assert (config.base_url, config.api_key, config.model) == ("https://api.openai.com/v1", USER_KEY, "gpt-4o")
+    assert (config.base_url, config.api_key.value, config.model) == ("https://api.openai.com/v1", USER_KEY, "gpt-4o")
     assert asked.shown == []  # nothing in it could be used: nothing to allow, but the user hears of it
     assert config.notes == [f"plainagent: not using {project / '.env'}: OPENAI_BASE_URL not used: it names an "
                             "endpoint without a key of its own, and your key is not sent to it; OPENAI_MODEL not "
                             "used: it names an endpoint without a key of its own, and your key is not sent to it."]
     config = load(install, project, "OPENAI_BASE_URL=https://evil.example/v1\nPLAINAGENT_DENY=npm publish\n", environ)
-    assert (config.base_url, config.api_key) == ("https://api.openai.com/v1", USER_KEY)
+    assert (config.base_url, config.api_key.value) == ("https://api.openai.com/v1", USER_KEY)
     assert "OPENAI_BASE_URL not used: it names an endpoint without a key of its own, and your key is not sent to it" \
         in config.notes[0]
 
@@ -214,7 +214,7 @@ def test_its_own_endpoint_key_and_model_go_together(install, project):
     config = load(install, project, text, {"OPENAI_API_KEY": USER_KEY, "OPENAI_MODEL": "env-model"}, asked)
     assert "  OPENAI_BASE_URL=https://other.example/v1  (used: your tasks and files would go there, with its own key)\n" \
         in asked.shown[0]
-    assert (config.base_url, config.api_key, config.model, config.max_steps) == (
+    assert (config.base_url, config.api_key.value, config.model, config.max_steps) == (
         "https://other.example/v1", PROJECT_KEY, "theirs", 100)
     assert describe_start(config).split("\n")[0] == (
         f"plainagent: theirs at https://other.example/v1 (from {project / '.env'}, which you allowed), "
@@ -224,7 +224,7 @@ def test_its_own_endpoint_key_and_model_go_together(install, project):
 
 def test_a_local_endpoint_of_its_own_is_sent_no_key(install, project):
     config = load(install, project, "OPENAI_BASE_URL=http://localhost:11434/v1\nOPENAI_MODEL=qwen2.5-coder\n")
-    assert (config.base_url, config.api_key, config.model) == ("http://localhost:11434/v1", "", "qwen2.5-coder")
+    assert (config.base_url, config.api_key.value, config.model) == ("http://localhost:11434/v1", "", "qwen2.5-coder")
     assert describe_start(config).split("\n")[0].startswith(
         f"plainagent: qwen2.5-coder at http://localhost:11434/v1 (from {project / '.env'}, which you allowed; no key)")
 
@@ -236,7 +236,7 @@ def test_a_local_endpoint_of_its_own_is_sent_no_key(install, project):
 def test_an_endpoint_you_name_wins_and_its_key_stays_out(install, project, environ, flags, named):
     text = f"OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=npm publish\n"
     config = load(install, project, text, environ, **flags)
-    assert (config.base_url, config.api_key) == ("https://mine.example/v1", USER_KEY)
+    assert (config.base_url, config.api_key.value) == ("https://mine.example/v1", USER_KEY)
     assert f"OPENAI_API_KEY not used: you named the endpoint yourself ({named})" in config.notes[0]
 
 

@@ -136,3 +136,31 @@ def test_a_text_arriving_in_pieces_never_shows_the_key_however_it_is_split(seed)
     pieces = Redactor(key)
     shown = "".join(pieces.feed(text[start:end]) for start, end in zip([0, *cuts], [*cuts, len(text)])) + pieces.flush()
     assert shown == "a [REDACTED] b sk-p [REDACTED][REDACTED] s c [REDACTED]"
+
+
+def test_the_key_is_held_in_one_object_that_every_part_asks(agent_home, project, monkeypatch):
+    """Issue 25: the key was held in four places, one a module global. Now the configuration's Secret is the one
+    object the workspace, the history, the transcript and the screen ask; the HTTP header is where it is sent."""
+    from fake_endpoint import FakeEndpoint
+    from in_process import run_agent
+
+    import agent
+    from harness.cli import terminal
+
+    seen = {}
+    real_build = agent.build_session
+
+    def build_session(config, *args, **kwargs):
+        session = real_build(config, *args, **kwargs)
+        seen.update(config=config.api_key, workspace=session.tools.workspace.secret, history=session.history.secret,
+                    transcript=session.history.transcript.secret, screen=terminal.secret)
+        return session
+
+    monkeypatch.setattr(agent, "build_session", build_session)
+    key = "sk-held-in-one-place-0123456789"
+    with FakeEndpoint(["Done."]) as endpoint:
+        done = run_agent(agent_home, project, ["-p", "hi"], {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m",
+                                                             "OPENAI_API_KEY": key})
+    assert done.returncode == 0, done.stderr
+    assert len({id(holder) for holder in seen.values()}) == 1 and seen["config"].value == key
+    assert endpoint.received[0].headers["Authorization"] == f"Bearer {key}" and key not in repr(seen["config"])

@@ -21,6 +21,7 @@ from harness.cli.terminal import (
     parse_answer,
     render_question,
 )
+from harness.common.redaction import Secret
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
@@ -371,7 +372,7 @@ KEY = "sk-proj-terminal-0123456789"
 
 @pytest.fixture
 def hidden(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", KEY)
+    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
 
 
 def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
@@ -382,7 +383,7 @@ def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
 
 
 def test_a_key_that_json_spells_differently_is_blanked_as_json_spells_it(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", 'sk-with"quote\\0123456789')
+    monkeypatch.setattr("harness.cli.terminal.secret", Secret('sk-with"quote\\0123456789'))
     assert escape('command="echo sk-with\\"quote\\\\0123456789"') == 'command="echo [REDACTED]"'
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tools
+from harness.common.redaction import Secret
 from harness.sandbox import beneath, files, search
 from tools import TOOLS, Workspace, check_args, run_tool
 
@@ -188,7 +189,7 @@ KEY = "sk-proj-abcdef0123456789"
 
 
 def test_the_api_key_is_redacted_from_every_result(ws):
-    ws.secret = KEY
+    ws.secret = Secret(KEY)
     write(ws, "notes.txt", f"key: {KEY}\n".encode())
     assert KEY not in run(ws, "read_file", path="notes.txt").output
     assert run(ws, "search_files", pattern="key").output == "notes.txt:1: key: [REDACTED]"
@@ -200,7 +201,7 @@ LONG_KEY = "sk-proj-" + "A1b2C3d4" * 6  # 56 characters, as real keys are
 
 def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
     """A cut at 2,000 characters through the key used to show its first 32 characters."""
-    ws.secret = LONG_KEY
+    ws.secret = Secret(LONG_KEY)
     write(ws, "a.txt", ("x" * 1968 + LONG_KEY + "y" * 100 + "\n").encode())
     assert run(ws, "read_file", path="a.txt").output == (
         "x" * 1968 + "[REDACTED]" + "y" * 22 + " [line cut: 78 more characters]\n"
@@ -210,7 +211,7 @@ def test_read_file_redacts_the_key_before_cutting_a_long_line(ws):
 
 
 def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
-    ws.secret = LONG_KEY
+    ws.secret = Secret(LONG_KEY)
     write(ws, "a.txt", ("x" * 195 + LONG_KEY + "\n" + "z" * 250 + "\n").encode())
     assert run(ws, "search_files", pattern="x|z").output == (
         "a.txt:1: " + "x" * 195 + "[REDA [line cut: 5 more characters]\n"
@@ -219,7 +220,7 @@ def test_search_files_redacts_before_cutting_and_marks_the_cut(ws):
 
 def test_search_files_is_no_oracle_for_the_key(ws):
     """On the file's own text, a pattern matching or not would tell the key one character at a time."""
-    ws.secret = LONG_KEY
+    ws.secret = Secret(LONG_KEY)
     write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\n'.encode())
     assert run(ws, "search_files", pattern='API_KEY = "sk-proj-A').output == (
         "No matches for 'API_KEY = \"sk-proj-A' in . (1 file searched).")
@@ -230,7 +231,7 @@ def test_search_files_is_no_oracle_for_the_key(ws):
 
 def test_edit_file_leaves_a_file_holding_the_key_alone(ws):
     """A match or a miss of old_str would be the same oracle as search_files'."""
-    ws.secret = LONG_KEY
+    ws.secret = Secret(LONG_KEY)
     full = write(ws, "config.py", f'API_KEY = "{LONG_KEY}"\nDEBUG = 1\n'.encode())
     for old in ['API_KEY = "sk-proj-A', "DEBUG = 1"]:
         result = run(ws, "edit_file", path="config.py", old_str=old, new_str="X")
@@ -243,7 +244,7 @@ def test_edit_file_leaves_a_file_holding_the_key_alone(ws):
 @pytest.mark.parametrize("before, after", [(9990, 20_000), (30_000, 9990)])
 def test_a_key_cut_in_a_commands_output_is_blanked_on_both_sides_of_the_cut(ws, before, after):
     """The output keeps its first and last 10,000 bytes: a cut through the key must not show a piece of it."""
-    ws.secret = LONG_KEY
+    ws.secret = Secret(LONG_KEY)
     write(ws, "out.txt", ("a" * before + LONG_KEY + "b" * after).encode())
     output = run(ws, "run_command", command="cat out.txt").output
     assert "A1b2" not in output and "sk-p" not in output
@@ -255,7 +256,7 @@ def test_a_key_cut_in_a_commands_output_is_blanked_on_both_sides_of_the_cut(ws, 
 def test_commands_do_not_get_the_api_key(ws, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("COPIED_KEY", KEY)
-    ws.secret = KEY
+    ws.secret = Secret(KEY)
     result = run(ws, "run_command", command="env")
     assert result.ok and "OPENAI_API_KEY" not in result.output and "COPIED_KEY" not in result.output
 
@@ -263,7 +264,7 @@ def test_commands_do_not_get_the_api_key(ws, monkeypatch):
 @pytest.mark.parametrize("key", ["ollama", "EMPTY", "x", "..."])
 def test_a_short_placeholder_key_corrupts_nothing(ws, monkeypatch, key):
     """Local servers take any key: blanking "x" turned `exit code 0` into `e[REDACTED]it code 0`."""
-    ws.secret = key
+    ws.secret = Secret(key)
     monkeypatch.setenv("OPENAI_API_KEY", key)
     monkeypatch.setenv("PLAINAGENT_SAMPLE", "ollama x EMPTY ...")  # conftest clears PLAINAGENT_* after each test
     write(ws, "a.py", b"import ollama  # x EMPTY ...\n")

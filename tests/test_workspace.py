@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from harness.common.redaction import Secret
 from harness.sandbox import beneath
 from harness.sandbox.workspace import PathRefused, Workspace
 
@@ -221,10 +222,10 @@ def test_without_git_the_top_level_gitignore_is_used(ws, monkeypatch):
 
 
 def test_results_are_redacted_with_the_sessions_key(ws):
-    ws.secret = "sk-proj-0123456789abcdefABCDEF"
+    ws.secret = Secret("sk-proj-0123456789abcdefABCDEF")
     assert ws.redact("key=sk-proj-0123456789abcdefABCDEF; log: sk-proj", cut_after=True) == "key=[REDACTED]; log: [REDACTED]"
     assert ws.leaks("OPENAI=sk-proj-0123456789abcdefABCDEF") and not ws.leaks("sk-proj")
-    ws.secret = "ollama"  # a local server's placeholder, not a secret
+    ws.secret = Secret("ollama")  # a local server's placeholder, not a secret
     assert ws.redact("import ollama") == "import ollama" and not ws.leaks("import ollama")
 
 

@@ -24,7 +24,7 @@ from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.common.directories import config_dir, state_dir
 from harness.common.hosts import is_local, parse_hosts, shown_url
-from harness.common.redaction import redact
+from harness.common.redaction import Secret, redact
 from harness.sandbox.documents import is_text
 from harness.sandbox.guard import parse_rules
 from harness.sandbox.landlock import Boundary, hidden_paths, wipe_from_environ_block
@@ -33,7 +33,7 @@ from harness.sandbox.permissions import MODES
 
 @dataclass
 class Config:
-    api_key: str = field(default="", repr=False)  # OPENAI_API_KEY; may be empty for a local server
+    api_key: Secret = field(default_factory=Secret)  # OPENAI_API_KEY, held in this one object; may be empty
     base_url: str = "https://api.openai.com/v1"  # OPENAI_BASE_URL, including the provider's version path
     model: str = ""  # OPENAI_MODEL
     max_steps: int = 30  # PLAINAGENT_MAX_STEPS: model calls per task
@@ -154,7 +154,8 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
     """The settings, then the flags over them, into `config`, checked."""
     for name, variable in ENV_VARS.items():
         if variable in settings:
-            setattr(config, name, parse_setting(name, variable, settings[variable]))
+            value = parse_setting(name, variable, settings[variable])
+            setattr(config, name, Secret(value) if name == "api_key" else value)
     for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
@@ -246,14 +247,14 @@ def check_config(config: Config) -> None:
     if not config.model:
         raise ConfigError(f"OPENAI_MODEL is not set: {where}, or pass -m MODEL.")
     url_problem(config.base_url)
-    if PLACEHOLDER_KEY.fullmatch(config.api_key) and is_local(config.base_url):
-        config.api_key = ""  # a local server needs none; the example's line was simply left in
+    if PLACEHOLDER_KEY.fullmatch(config.api_key.value) and is_local(config.base_url):
+        config.api_key = Secret()  # a local server needs none; the example's line was simply left in
     # Credentials in the base URL (user:pass@, ?key=) go in place of the key: nothing more is needed.
     if not config.api_key and not is_local(config.base_url) and shown_url(config.base_url) == config.base_url:
         unused = (f" ({config.unused_key} sets one, but a project's .env sets the key only together with its own "
                   "OPENAI_BASE_URL, and only once you allow it)") if config.unused_key else ""
         raise ConfigError(f"OPENAI_API_KEY is not set for {shown_url(config.base_url)}: {where}{unused}.")
-    key_problem(config.api_key, where)
+    key_problem(config.api_key.value, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
     if config.context_tokens < MIN_CONTEXT_TOKENS:

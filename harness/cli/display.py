@@ -78,7 +78,7 @@ class LiveReply:
         self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
         self.after_think = False  # a <think> block just ended: the line breaks after it are not the reply's
         self.shown = ""  # the reply's text shown so far, without reasoning
-        self.unseen = Redactor(terminal.secret)  # what may be the start of the key, held until the next piece
+        self.unseen = Redactor(terminal.secret.value)  # what may be the start of the key, held until the next piece
 
     def show(self, kind: str, text: str) -> None:
         """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks

@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.common.redaction import is_secret_key, redact
+from harness.common.redaction import Secret, is_secret_key, redact
 from harness.common.words import count
 
 try:
@@ -45,10 +45,12 @@ NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 
 
-secret = ""  # the API key, blanked from all that is shown: agent.main hands it over (hide_key) once it is known
+# The session's key (config's Secret), blanked from all that is shown: agent.main hands it over (hide_key) once it
+# is known. Held here by reference: everything shown passes through this module's escape, from anywhere.
+secret = Secret()
 
 
-def hide_key(key: str) -> None:
+def hide_key(key: Secret) -> None:
     """From now on, `escape` and `for_output` blank `key` wherever it appears (if it is long enough to be one)."""
     global secret
     secret = key
@@ -56,9 +58,9 @@ def hide_key(key: str) -> None:
 
 def without_key(text: str) -> str:
     """`text` with the API key blanked, spelt plainly or as JSON spells it (a call's arguments are shown as JSON)."""
-    if not is_secret_key(secret):
+    if not is_secret_key(secret.value):
         return text
-    return redact(redact(text, secret), json.dumps(secret)[1:-1])
+    return redact(secret.redact(text), json.dumps(secret.value)[1:-1])
 
 
 def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:

@@ -50,6 +50,29 @@ def leaks(text: str, key: str) -> bool:
     return is_secret_key(key) and key in text
 
 
+class Secret:
+    """The session's API key, held in this one object, which every part that needs the key is handed and asks:
+    the HTTP client for the header (`value`), everything kept or shown to blank it (`redact`, the rule above),
+    a command's environment to keep it out (`leaks`). Printed, it shows nothing of the key."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str = ""):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Secret({REDACTED if self.value else ''!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+        return redact(text, self.value, cut_before=cut_before, cut_after=cut_after)
+
+    def leaks(self, text: str) -> bool:
+        return leaks(text, self.value)
+
+
 class Redactor:
     """The key blanked from a text that arrives in pieces (a streamed reply), where it may be split between two:
     the end of a piece that could be the start of the key is held back until the next piece shows whether it is.

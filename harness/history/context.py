@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from harness.common.redaction import is_secret_key, redact
+from harness.common.redaction import Secret
 from harness.common.words import count
 from harness.history.budget import COMPACT_AT, Budget, window_refusal
 from harness.history.compaction import (
@@ -83,9 +83,10 @@ class SessionHistory:
 
     def __init__(self, messages: list[dict], tokens: int, summarize_with: Callable[[list[dict]], Reply] | None = None,
                  transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None,
-                 secret: str = ""):
+                 secret: Secret | str = ""):
         self.messages = messages
-        self.secret = secret  # the API key: blanked from every message added, as from every result
+        # The session's key (the workspace's Secret; a bare key in tests): blanked from every message added.
+        self.secret = secret if isinstance(secret, Secret) else Secret(secret)
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
         self.outputs: dict[int, tuple[list[Result], list[str]]] = {}  # the current task's results, whole
         self.budget = Budget(tokens)
@@ -97,8 +98,8 @@ class SessionHistory:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
         if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
             self.outputs.clear()
-        if is_secret_key(self.secret):  # a pasted task or the model's own words: sent on as a resume reads them back
-            content = redact(content, self.secret)
+        # A pasted task or the model's own words: sent on as a resume reads them back.
+        content = self.secret.redact(content)
         self.messages.append({"role": role, "content": content})
         self.transcript.write("message", message=self.messages[-1], **record)
 

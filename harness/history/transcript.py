@@ -34,7 +34,7 @@ from pathlib import Path
 
 from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
-from harness.common.redaction import is_secret_key, redact
+from harness.common.redaction import Secret, is_secret_key, redact
 from harness.sandbox.permissions import MODES, describe_mode
 
 try:
@@ -146,13 +146,14 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
 class Transcript:
     """An append-only JSONL file. Transcript() with no file writes nothing (tests, or no place to write)."""
 
-    def __init__(self, path: Path | None = None, fd: int | None = None, secret: str = "",
+    def __init__(self, path: Path | None = None, fd: int | None = None, secret: Secret | str = "",
                  log: Callable[[str], None] = lambda line: None):
-        self.path, self.fd, self.secret, self.log = path, fd, secret, log
+        self.path, self.fd, self.log = path, fd, log
+        self.secret = secret if isinstance(secret, Secret) else Secret(secret)  # the config's; a bare key in tests
 
     @classmethod
-    def create(cls, path: Path, header: dict, *, secret: str = "", log: Callable[[str], None] = lambda line: None,
-               explicit: bool = False) -> Transcript:
+    def create(cls, path: Path, header: dict, *, secret: Secret | str = "",
+               log: Callable[[str], None] = lambda line: None, explicit: bool = False) -> Transcript:
         """Start a new transcript at `path` (never over an existing file). A file the user named (--log) that
         cannot be written is a TranscriptError; the default place failing only costs the recording."""
         for attempt in range(1, 100):
@@ -179,7 +180,7 @@ class Transcript:
         return transcript
 
     @classmethod
-    def reopen(cls, path: Path, header: dict, *, secret: str = "",
+    def reopen(cls, path: Path, header: dict, *, secret: Secret | str = "",
                log: Callable[[str], None] = lambda line: None) -> tuple[Transcript, Loaded]:
         """Lock a transcript, read it back, and go on writing it after a line saying a new run took over.
 
@@ -220,8 +221,8 @@ class Transcript:
         line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
         # The key is never sent to the model, but a pasted task or an echoed error might hold it. Redacted by the rule
         # tool results follow, so a resumed session reads back what the model saw: a short "ollama" stays as typed.
-        if is_secret_key(self.secret):
-            spelt = json.dumps(self.secret, ensure_ascii=False)[1:-1]  # as the line spells it: '"' and '\' escaped
+        if is_secret_key(self.secret.value):
+            spelt = json.dumps(self.secret.value, ensure_ascii=False)[1:-1]  # as the line spells it
             line = redact(line, spelt)
         data = (line + "\n").encode("utf-8", errors="surrogatepass")
         try:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.common.directories import config_dir, state_dir
-from harness.common.redaction import leaks, redact
+from harness.common.redaction import Secret
 from harness.sandbox import ToolError, beneath
 from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
@@ -88,7 +88,8 @@ class Workspace:
 
     root: Path
     confirm: Confirm | None = None  # asked before each write and command (permissions.Permissions); None approves
-    secret: str = ""  # the API key: redacted from every result, kept out of commands' environment
+    secret: Secret = field(default_factory=Secret)  # the session's key (a str is taken too): out of results and
+    # commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
@@ -97,6 +98,7 @@ class Workspace:
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
 
     def __post_init__(self):
+        self.secret = self.secret if isinstance(self.secret, Secret) else Secret(self.secret)  # a bare key, in tests
         self.root = Path(self.root).resolve()
         self.own = [folded(Path(path).resolve()) for path in [state_dir(), config_dir(), *self.own_files] if path]
 
@@ -324,11 +326,11 @@ class Workspace:
 
     def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
         """The text with the session's API key blanked out, so no tool result ever shows it to the model."""
-        return redact(text, self.secret, cut_before=cut_before, cut_after=cut_after)
+        return self.secret.redact(text, cut_before=cut_before, cut_after=cut_after)
 
     def leaks(self, text: str) -> bool:
         """Whether `text` holds the API key (a command's environment variable, for instance)."""
-        return leaks(text, self.secret)
+        return self.secret.leaks(text)
 
 
 def follow_links(path: Path, shown: str) -> Path:
