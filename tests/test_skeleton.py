@@ -60,12 +60,13 @@ def test_the_loop_is_short_and_talks_to_the_four_seams_only():
 
 
 def test_the_card_stays_a_card_and_no_module_grows_past_what_a_reader_takes_in():
-    """agent.py at most 300 lines, every module at most 400, and the armour never reaching back into the card."""
+    """A smoke alarm, not a target (issue 25): agent.py well under 330 lines, every module under 440 (files hold one
+    idea each; when one nears this, split it by meaning or leave it), and the armour never reaching into the card."""
     root = Path(__file__).resolve().parent.parent  # agent.__file__ is the tests' stand-in (conftest.py)
-    assert len((root / "agent.py").read_text(encoding="utf-8").splitlines()) <= 300
+    assert len((root / "agent.py").read_text(encoding="utf-8").splitlines()) <= 330
     for module in [root / "agent.py", root / "tools.py", root / "prompt.py", *sorted((root / "harness").rglob("*.py"))]:
         source = module.read_text(encoding="utf-8")
-        assert len(source.splitlines()) <= 400, module
+        assert len(source.splitlines()) <= 440, module
         if "harness" in module.parts:
             assert not re.search(r"^\s*(from|import) (agent|tools)\b", source, re.MULTILINE), module
 

@@ -3,10 +3,10 @@ the write, and creating a new file.
 
 Helpers of the tools in tools.py (their docstrings, what the model reads, stay there). Every path has passed
 `Workspace.resolve`, and is then used only through the workspace (`stat`, `read`, `write`), by the real path it
-checked; the text work itself is documents.py's (decoding, keeping line endings) and
-edits.py's (matching old_str); the question
-before the write and the write with its undo record are the workspace's (`approve`, `write`). The write
-happens only if the file still holds what the edit was made from, once the question is answered.
+checked; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's (matching
+old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
+`write`). The write happens only if the file still holds what the edit was made from, once the question is
+answered.
 """
 
 from __future__ import annotations
