@@ -1,9 +1,14 @@
 """.env.example names every variable plainagent reads, so a user copying it sees every setting."""
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
+import pytest
+
 from harness.cli import config
+from harness.cli.args import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -16,13 +21,6 @@ def test_every_variable_read_is_in_env_example():
 
 def test_help_names_every_variable_plainagent_reads():
     """From issue 26: --help left out PLAINAGENT_FETCH and PLAINAGENT_FETCH_ALLOW."""
-    import contextlib
-    import io
-
-    import pytest
-
-    from harness.cli.args import parse_args
-
     shown = io.StringIO()
     with contextlib.redirect_stdout(shown), pytest.raises(SystemExit):
         parse_args(["--help"])

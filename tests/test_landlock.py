@@ -558,3 +558,20 @@ def test_no_inode_attribute_changes_through_newer_calls_or_io_uring(tmp_path):
     for command in calls if NUMBERS else []:
         assert tree.run(command).startswith("exit code "), command
     assert tree.outside()[str(victim)] == b"keep me\n"
+
+
+def test_a_command_whose_boundary_cannot_be_entered_does_not_run(tmp_path):
+    """The tether ends with 126 and a line rather than run the command outside the walls the start line promised
+    (here the descriptor it is handed is /dev/null, no ruleset)."""
+    from harness.sandbox.shell import start
+
+    not_a_ruleset = os.open(os.devnull, os.O_RDONLY)
+    try:
+        process, tether = start(f"touch {tmp_path / 'ran'}", tmp_path, dict(os.environ),
+                                [str(not_a_ruleset), seccomp.seccomp_program(False).hex()])
+        output = process.communicate(timeout=20)[0].decode()
+        os.close(tether)
+    finally:
+        os.close(not_a_ruleset)
+    assert process.returncode == 126 and not (tmp_path / "ran").exists()
+    assert output.startswith("plainagent: the command was not run: the kernel sandbox could not be entered (Landlock: ")
