@@ -291,7 +291,7 @@ def test_the_numbers_agree_with_read_file_when_lines_hold_form_feeds_and_u2028(t
 def test_the_diff_to_approve_is_exact_about_the_final_newline(tmp_path, before, old, new, diff):
     asked = []
     edit(tmp_path, "f.txt", before, old, new, lambda *request: asked.append(request))
-    assert asked == [("edit", "edit f.txt", "--- a/f.txt\n+++ b/f.txt\n" + diff)]
+    assert asked == [("edit", "edit f.txt", "--- a/f.txt\n+++ b/f.txt\n" + diff, "")]
 
 
 def test_unified_diff_is_what_patch_applies(tmp_path):

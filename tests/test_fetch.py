@@ -527,13 +527,13 @@ def test_only_http_and_https_urls(tmp_path, url, problem):
 @pytest.mark.parametrize("mode, asked", [("ask", True), ("edits", True), ("read-only", True), ("yes", False)])
 def test_each_mode_asks_before_a_fetch_but_yes(tmp_path, mode, asked):
     questions = []
-    permissions = Permissions(mode, ask=lambda kind, title, preview: questions.append((kind, title, preview)))
+    permissions = Permissions(mode, ask=lambda kind, title, preview, why: questions.append((kind, title, preview)))
     Workspace(tmp_path, confirm=permissions).approve("fetch", "fetch from docs.example.org", "https://docs.example.org/")
     assert questions == ([("fetch", "fetch from docs.example.org", "https://docs.example.org/")] if asked else [])
 
 
 def test_the_model_is_told_when_the_user_says_no(tmp_path):
-    permissions = Permissions("ask", ask=lambda kind, title, preview: "The user said no: not that site.")
+    permissions = Permissions("ask", ask=lambda kind, title, preview, why: "The user said no: not that site.")
     result = Toolbox(Workspace(tmp_path, confirm=permissions), permissions).run(
         ToolCall("web_fetch", {"url": "https://example.org/?q=secret"}))
     assert (result.ok, result.output) == (False, "Not approved: fetch from example.org. The user said no: not that site.")

@@ -22,7 +22,7 @@ def run_in_mode(tmp_path, mode: str):
     """One reply calling a read, a write and a command, in `mode`; (results, the questions asked)."""
     (tmp_path / "a.txt").write_text("A\n")
     asked = []
-    permissions = Permissions(mode, ask=lambda kind, title, preview: asked.append(kind))  # None: approve
+    permissions = Permissions(mode, ask=lambda kind, title, preview, why: asked.append(kind))  # None: approve
     model = ScriptedModel(CALLS, "done")
     session = build_session(Config(model="m"), model, Workspace(tmp_path, permissions), permissions=permissions)
     assert session.run("go") == "done"
@@ -155,7 +155,7 @@ def test_switching_the_mode_forgets_the_always_answers_given_before():
         def __init__(self):
             self.always, self.asked = {"command"}, []
 
-        def __call__(self, kind, title, preview):
+        def __call__(self, kind, title, preview, why=""):
             if kind in self.always:
                 return None
             self.asked.append(title)

@@ -689,7 +689,7 @@ def test_a_failing_replace_leaves_the_original_intact(ws, monkeypatch):
 
 def test_a_declined_edit_changes_nothing_and_passes_the_reason(ws):
     asked = []
-    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview)) or "The user said no: use pathlib."
+    ws.confirm = lambda kind, title, preview, why: asked.append((kind, title, preview)) or "The user said no: use pathlib."
     full = write(ws, "a.py", b"x = 1\n")
     result = edit(ws, "a.py", "x = 1", "x = 2")
     assert not result.ok and result.output == ("Not approved: edit a.py. The user said no: use pathlib. "
@@ -700,7 +700,7 @@ def test_a_declined_edit_changes_nothing_and_passes_the_reason(ws):
 
 def test_new_files_and_commands_are_previewed(ws):
     asked = []
-    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
+    ws.confirm = lambda kind, title, preview, why: asked.append((kind, title, preview))
     edit(ws, "new.txt", "", "content\n")
     run(ws, "run_command", command="echo hi")
     assert asked == [("edit", "create new.txt", "content\n"), ("command", "run this command", "$ echo hi")]
@@ -708,7 +708,7 @@ def test_new_files_and_commands_are_previewed(ws):
 
 def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
     asked = []
-    ws.confirm = lambda kind, title, preview: asked.append((kind, title, preview))
+    ws.confirm = lambda kind, title, preview, why: asked.append((kind, title, preview))
     makefile = write(ws, "Makefile", b"all:\n\techo hi\n")
     (ws.root / "docs").mkdir()
     os.symlink("../Makefile", ws.root / "docs/notes.md")
@@ -731,7 +731,7 @@ def test_an_edit_through_a_link_names_the_file_that_really_changes(ws):
 
 def test_an_edit_by_another_spelling_of_the_path_names_it_as_given(ws):
     asked = []
-    ws.confirm = lambda kind, title, preview: asked.append(title)
+    ws.confirm = lambda kind, title, preview, why: asked.append(title)
     write(ws, "a.txt", b"one\n")
     assert edit(ws, "./a.txt", "one", "two").output == "Edited ./a.txt at line 1."
     assert edit(ws, str(ws.root / "a.txt"), "two", "three").ok
@@ -745,7 +745,7 @@ def answering(ws, meanwhile):
     """The question, answered yes after `meanwhile()` ran: the user (or a program) acting while it is on screen."""
     asked = []
 
-    def confirm(kind, title, preview):
+    def confirm(kind, title, preview, why=""):
         asked.append(title)
         meanwhile()
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.common.words import count
+from harness.sandbox.permissions import ACTS_LATER
 
 try:
     import fcntl
@@ -96,7 +97,7 @@ def describe_char(char: str) -> str:
 
 
 def render_question(kind: str, title: str, preview: str, root: Path | None = None,
-                    mark: Callable[[str], str] = str, whole: bool = False) -> tuple[str, str]:
+                    mark: Callable[[str], str] = str, whole: bool = False, why: str = "") -> tuple[str, str]:
     """(the header saying what will happen and the preview with every control character escaped, the question).
 
     Tabs in a diff or a file's content are indentation, so they are shown as the spaces they stand for: a
@@ -105,7 +106,17 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     unified diff), ("edit", "create notes.md", the new content) or ("command", "run this command", "$ ls").
     A long new file shows its head and tail unless `whole`; the question then offers [v]iew to see it all.
     A command's question repeats its start, so no run of blanks can scroll what runs out of sight.
+    An edit that acts later (`why`, later.py) says why it is asked, next to the question, and offers no [a]lways.
     """
+    header, question = render_preview(kind, title, preview, root, mark, whole)
+    if why:
+        header += mark(f"Asked in every mode, since this edit acts later: {escape(why, mark=mark)}.") + "\n"
+        question = question.replace(" / [a]lways", "")
+    return header, question
+
+
+def render_preview(kind: str, title: str, preview: str, root: Path | None, mark: Callable[[str], str],
+                   whole: bool) -> tuple[str, str]:
     verb, _, path = title.partition(" ")
     if kind == "command":
         lines = preview.rstrip("\n").split("\n")  # trailing line breaks change nothing that runs
@@ -254,27 +265,30 @@ class TerminalConfirm:
         """What the question would show before asking: for an edit applied without asking (mode edits)."""
         return render_question(kind, title, preview)[0].strip("\n")
 
-    def __call__(self, kind: str, title: str, preview: str) -> str | None:
-        if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
+    def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
+        scope = title if kind == "fetch" else kind  # a fetch's "always" is for its host only
+        if scope in self.always and not why:  # an edit that acts later is asked each time
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
             first = preview.split("\n")[0].removeprefix("$ ")
             self.unasked.append(f"run {first[:60]}{'…' * (len(first) > 60)}" if kind == "command" else title)
-            return NO_TERMINAL
+            return ACTS_LATER.format(why=why) if why else NO_TERMINAL
         with terminal:
-            preview_text, question = render_question(kind, title, preview, self.root, terminal.mark)
+            preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, why=why)
             terminal.write(preview_text)
             if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
                 terminal.write("(discarded what was typed before this question)\n")
             terminal.write(question)
             answer = terminal.read_answer() or ""
             if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
-                preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, whole=True)
+                preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, True, why)
                 terminal.write(preview_text + question)
                 answer = terminal.read_answer() or ""
             verdict, refusal = parse_answer(answer)
-            if verdict == "always":
+            if verdict == "always" and why:
+                terminal.write("(approved this once: an edit that acts later is asked each time)\n")
+            elif verdict == "always":
                 self.always.add(scope)
                 terminal.write(f"(approving every {scope} for the rest of this session)\n")
             elif refusal.startswith("The user did not approve"):

@@ -5,8 +5,8 @@ Helpers of the tools in tools.py (their docstrings, what the model reads, stay t
 `Workspace.resolve`, and is then used only through the workspace (`stat`, `read`, `write`), by the real path it
 checked; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's (matching
 old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
-`write`). The write happens only if the file still holds what the edit was made from, once the question is
-answered.
+`write`), and an edit that acts later (later.py) is asked in every mode. The write happens only if the file
+still holds what the edit was made from, once the question is answered.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from harness.sandbox.edits import (
     replace_once,
     unified_diff,
 )
+from harness.sandbox.later import acts_later
 from harness.sandbox.search import suggest_paths
 from harness.sandbox.workspace import Workspace
 
@@ -112,7 +113,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
     shown = named(ws, path, full) + other_names(info)
-    ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)))
+    ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)), acts_later(ws, full))
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
     change = (describe_every(document.text, asked, text, places) if replace_all
               else describe_change(document.text, asked, text, first, last, rule))
@@ -123,7 +124,7 @@ def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool
     if exists:
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
-    ws.approve("edit", f"create {named(ws, path, full)}", content)
+    ws.approve("edit", f"create {named(ws, path, full)}", content, acts_later(ws, full))
     data = content.encode("utf-8")
     ws.write(full, data, before=None)  # never over a file created meanwhile
     n_lines = len(split_lines(content))

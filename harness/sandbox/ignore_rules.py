@@ -51,26 +51,32 @@ def paths_git_ignores(root: Path) -> set[str] | None:
     path); None where git is missing, `root` is not in a repository, or `root` itself is ignored by the
     repository around it (git's answer would hide everything). Asking for what is ignored, not for what is
     shown, keeps empty folders visible and the answer short: node_modules/ is one line."""
-    # This git runs in the agent's own process, outside the commands' kernel boundary, on a repository a command
-    # may have prepared: nothing in its configuration may make git run a program. core.fsmonitor names one; a
-    # "promisor" remote of a partial clone is fetched from when an object is missing, and its uploadpack (or
-    # core.sshCommand) runs a program: no transport at all (protocol.allow=never, GIT_NO_LAZY_FETCH from git 2.45).
-    command = ["git", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", "ls-files", "--others", "--ignored",
-               "--exclude-standard", "--directory", "-z"]
-    if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
-        return None
-    try:
-        # Without the key: a process's starting environment is readable by every other process of the user.
-        env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"} | {
-            "GIT_NO_LAZY_FETCH": "1"}
-        listed = subprocess.run(command, cwd=root, env=env, capture_output=True, stdin=subprocess.DEVNULL,
-                                timeout=GIT_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired):
+    listed = run_git(root, ["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"])
+    if listed is None:
         return None
     ignored = {path.rstrip("/") for path in os.fsdecode(listed.stdout).split("\0") if path}  # "build/" -> "build"
     if listed.returncode != 0 or "." in ignored:
         return None
     return ignored
+
+
+def run_git(folder: Path, arguments: list[str]) -> subprocess.CompletedProcess | None:
+    """git, asked about `folder` by the agent itself (its output in bytes), or None when there is no git or it
+    could not run. This git runs in the agent's own process, outside the commands' kernel boundary, on a
+    repository a command may have prepared: nothing in its configuration may make git run a program.
+    core.fsmonitor names one; a "promisor" remote of a partial clone is fetched from when an object is missing,
+    and its uploadpack (or core.sshCommand) runs a program: no transport at all (protocol.allow=never,
+    GIT_NO_LAZY_FETCH from git 2.45)."""
+    if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
+        return None
+    command = ["git", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", *arguments]
+    # Without the key: a process's starting environment is readable by every other process of the user.
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"} | {"GIT_NO_LAZY_FETCH": "1"}
+    try:
+        return subprocess.run(command, cwd=folder, env=env, capture_output=True, stdin=subprocess.DEVNULL,
+                              timeout=GIT_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def gitignore_patterns(root: Path) -> list[str]:

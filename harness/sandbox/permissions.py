@@ -7,6 +7,9 @@
                commands and fetches are asked
     yes        nothing is asked (-y)
 
+in each of them, an edit that acts later (a git hook, a shell's start-up file, AGENTS.md: later.py) is asked,
+with the reason, and refused where nobody can be asked.
+
 `Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write, command
 and fetch), so the mode is decided in one place; the question itself is the terminal's (`terminal.py`). The
 deny rules (`guard.py`) come before any of this: a denied command is refused in every mode. So do web_fetch's
@@ -33,6 +36,8 @@ NETWORK_TOOLS = ("web_fetch",)
 READ_ONLY = ("This session is read-only: {name} is not available, and nothing can be "
              "written or run. Use the reading tools, or tell the user what you would change and how.")
 SUBAGENT_READS = "{name} is not available to a sub-agent: it can only read. Answer with what you found."
+ACTS_LATER = ("Nobody can be asked to approve it, and this file is asked about in every mode, --yes too: {why}. "
+              "Tell the user what you would change, so they can make the edit themselves.")
 FETCH_OFF = ("web_fetch is turned off for this session (PLAINAGENT_FETCH=off). Work from the files, or ask the "
              "user to paste what you need from the page.")
 
@@ -46,17 +51,22 @@ class Permissions:
     subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
     fetch: bool = True  # PLAINAGENT_FETCH: whether web_fetch is offered
 
-    def __call__(self, kind: str, title: str, preview: str) -> str | None:
-        """A Confirm: None to go ahead, or the reason for refusing. kind: "edit", "command" or "fetch"."""
+    def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
+        """A Confirm: None to go ahead, or the reason for refusing. kind: "edit", "command" or "fetch"; `why`:
+        why an edit that acts later is asked in every mode (later.py), else ""."""
         if self.mode == "read-only" and kind != "fetch":  # a fetch writes nothing: read-only asks it
             return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
+        if why and self.ask is None:
+            return ACTS_LATER.format(why=why)
+        if why:  # asked in every mode: -y is trust in the session's work, not in what runs after it
+            return self.ask(kind, title, preview, why)
         if self.mode == "yes" or self.ask is None:
             return None
         if self.mode == "edits" and kind == "edit":  # the same preview the question would show, then no question
             shown = self.ask.preview(kind, title, preview) if hasattr(self.ask, "preview") else f"{title}:\n{preview}"
             self.log(shown + "\n(applied without asking: mode edits)")
             return None
-        return self.ask(kind, title, preview)
+        return self.ask(kind, title, preview, why)
 
     def offered(self, tools: dict[str, Callable]) -> dict[str, Callable]:
         """The tools offered: listed in the system prompt, and run when called."""

@@ -56,9 +56,10 @@ class PathRefused(ToolError):
         self.reason = reason
 
 
-# Answers the user's question before a write or a command: (kind, title, preview) -> None to go ahead,
-# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch".
-Confirm = Callable[[str, str, str], "str | None"]
+# Answers the user's question before a write or a command: (kind, title, preview, why) -> None to go ahead,
+# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch"; `why` is "" but
+# for an edit that acts later (later.py): it says why that edit is asked in every mode.
+Confirm = Callable[[str, str, str, str], "str | None"]
 
 
 @dataclass
@@ -242,11 +243,11 @@ class Workspace:
 
     # --- writes, and taking them back ---
 
-    def approve(self, kind: str, title: str, preview: str) -> None:
+    def approve(self, kind: str, title: str, preview: str, why: str = "") -> None:
         """Ask the user before a write or a command; a refusal becomes a ToolError with their reason."""
         if self.confirm is None:
             return
-        refusal = self.confirm(kind, title, preview)
+        refusal = self.confirm(kind, title, preview, why)
         if refusal is not None:
             raise ToolError(f"Not approved: {title}. {refusal}")
 
