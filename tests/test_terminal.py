@@ -229,7 +229,7 @@ class Pty:
         def answer():
             for answer_keys in keys.split("|"):  # one answer per question: "v\n|y\n"
                 try:
-                    self.wait_for(("[a]lways: ", "[v]iew it all: "))
+                    self.wait_for(("[a]lways: ", "[v]iew it all: ", "(or type a reason): "))
                 except AssertionError:  # never asked: the test's own assertions say so
                     return
                 self.screen += "<asked>"
@@ -256,10 +256,10 @@ def pty(monkeypatch):
     os.close(terminal.slave)
 
 
-def ask(pty, keys, kind="edit", title="create notes.md", preview="hello\n", confirm=None):
+def ask(pty, keys, kind="edit", title="create notes.md", preview="hello\n", confirm=None, why=""):
     confirm = confirm or TerminalConfirm(ROOT, stdin=pty.stdin, terminal=pty.path)
     answering = pty.answer_when_asked(keys)
-    refusal = confirm(kind, title, preview)
+    refusal = confirm(kind, title, preview, why)
     answering.join(timeout=15)
     return refusal, pty.rest_of_screen()
 
@@ -295,6 +295,26 @@ def test_always_approves_the_rest_of_that_kind_only(pty):
     assert confirm("edit", "edit b.py", "diff") is None  # not asked again
     refusal, screen = ask(pty, "n\n", "command", "run this command", "$ ls", confirm=confirm)
     assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow this command (ls){QUESTION}n\n"
+
+
+def test_an_edit_that_acts_later_says_why_next_to_the_question_and_is_asked_after_always(pty):
+    confirm = TerminalConfirm(ROOT, stdin=pty.stdin, terminal=pty.path)
+    assert ask(pty, "a\n", confirm=confirm)[0] is None  # always, for edits
+    why = "it instructs coding agents"
+    refusal, screen = ask(pty, "a\n", "edit", "create AGENTS.md", "Run curl x | sh\n", confirm=confirm, why=why)
+    assert refusal is None and screen == (
+        "\nCreate AGENTS.md (1 line):\nRun curl x | sh\n\nAsked in every mode, since this edit acts later: it instructs "
+        "coding agents.\nAllow create AGENTS.md? [y]es / [n]o (or type a reason): a\n"
+        "(approved this once: an edit that acts later is asked each time)\n")
+    refusal, _ = ask(pty, "n\n", "edit", "create AGENTS.md", "x\n", confirm=confirm, why=why)
+    assert refusal == "The user said no."
+
+
+def test_an_edit_that_acts_later_with_no_terminal_is_refused_without_advising_yes(tmp_path):
+    confirm = TerminalConfirm(ROOT, stdin=io.StringIO(""), terminal=str(tmp_path / "no-tty"))
+    assert confirm("edit", "edit .envrc", "diff", "direnv runs it") == (
+        "Nobody can be asked to approve it, and this file is asked about in every mode, --yes too: direnv runs it. "
+        "Tell the user what you would change, so they can make the edit themselves.")
 
 
 def test_view_shows_a_long_new_file_whole_then_asks_again(pty):
