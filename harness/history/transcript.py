@@ -35,6 +35,8 @@ from pathlib import Path
 from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
 from harness.common.redaction import Secret, is_secret_key, redact
+from harness.history.budget import MIN_REAL_WINDOW
+from harness.model.replies import repaired
 from harness.sandbox.permissions import MODES, describe_mode
 
 try:
@@ -218,13 +220,18 @@ class Transcript:
         """Append one line; a failing disk is said once, and the session goes on unrecorded."""
         if self.fd is None:
             return
-        line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
+        record = {"type": kind, **fields}
+        try:
+            line = json.dumps(record, ensure_ascii=False)
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: as UTF-8 it would make the line unreadable; escaped, it reads
+            line = json.dumps(record)
         # The key is never sent to the model, but a pasted task or an echoed error might hold it. Redacted by the rule
         # tool results follow, so a resumed session reads back what the model saw: a short "ollama" stays as typed.
         if is_secret_key(self.secret.value):
-            spelt = json.dumps(self.secret.value, ensure_ascii=False)[1:-1]  # as the line spells it
+            spelt = json.dumps(self.secret.value, ensure_ascii=False)[1:-1]  # as the line spells it (ASCII: a header's)
             line = redact(line, spelt)
-        data = (line + "\n").encode("utf-8", errors="surrogatepass")
+        data = (line + "\n").encode("utf-8")
         try:
             while data:  # one write() nearly always; a partial one is finished, not dropped
                 data = data[os.write(self.fd, data):]
@@ -306,27 +313,88 @@ def load(path: Path) -> Loaded:
             following = next((line for line in lines[number:] if line.strip()), None)
             if raw.strip() and not is_resumed(following):  # a line a later run took over after has been said
                 where = f"line {number}" if following else "the last line"
-                loaded.warnings.append(f"{path}: {where} is incomplete (the session ended while writing it); "
-                                       "skipped.")
+                loaded.warnings.append(f"{path}: {where} {unreadable(raw)}; skipped.")
             continue
+        # A file the user can edit, or one written by another program, is data: a line that cannot be used is
+        # one warning and skipped, never a traceback, and never a value that makes every later task fail.
         kind = entry.get("type")
         if kind == "message" and is_message(entry.get("message")) and entry["message"]["role"] != "system":
-            messages.append(entry["message"])
-            if isinstance(entry.get("results"), dict):
-                results[len(messages) - 1] = entry["results"]
-        elif kind == "compaction" and isinstance(entry.get("messages"), list):
-            messages = [m for m in entry["messages"] if is_message(m)]
-            # What compaction knows of the calls, by message index: what cannot be read of it is left out (a
-            # hand-edited or foreign line), never a reason for a traceback.
-            given = entry.get("results") if isinstance(entry.get("results"), dict) else {}
-            results = {int(index): record for index, record in given.items()
-                       if str(index).isdigit() and isinstance(record, dict)}
-        elif kind == "budget" and isinstance(entry.get("tokens"), int):
-            loaded.context_tokens = entry["tokens"]
+            messages.append(sent_part(entry["message"]))
+            if "results" in entry and (record := read_record(entry["results"])) is None:
+                loaded.warnings.append(f"{path}: line {number}: the calls behind its tool results cannot be read; "
+                                       "the results are kept without them.")
+            elif "results" in entry:
+                results[len(messages) - 1] = record
+        elif kind == "compaction":
+            if (compacted := read_compaction(entry)) is None:
+                loaded.warnings.append(f"{path}: line {number} records a compaction that cannot be read; skipped "
+                                       "(the history goes on from before it).")
+                continue
+            messages, results = compacted
+        elif kind == "budget":
+            tokens = entry.get("tokens")
+            if not is_count(tokens) or tokens < MIN_REAL_WINDOW:
+                loaded.warnings.append(f"{path}: line {number} sets the context budget to "
+                                       f"{json.dumps(tokens)[:40]}, which no model's window is; skipped.")
+                continue
+            loaded.context_tokens = tokens
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
             loaded.mode, loaded.switched = entry["mode"], kind == "mode"
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
+
+
+def unreadable(raw: bytes) -> str:
+    """Why a line is no record: most often the last one, torn by a crash."""
+    try:
+        json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        return "is nested too deeply to be read"
+    except (UnicodeDecodeError, ValueError):
+        return "is incomplete (the session ended while writing it)"
+    return "is not a record"
+
+
+def read_compaction(entry: dict) -> tuple[list[dict], dict[int, dict]] | None:
+    """The history a compaction line records, and the calls behind its results; None if any of it cannot be
+    read (the indices of the one depend on the other, so a part is not taken without the rest)."""
+    given, records = entry.get("messages"), entry.get("results", {})
+    if not isinstance(given, list) or not all(map(is_message, given)) or not isinstance(records, dict):
+        return None
+    messages, results = [sent_part(message) for message in given], {}
+    for index, record in records.items():
+        # ASCII digits only: "²".isdigit() is True, and int() refuses it.
+        if not re.fullmatch(r"[0-9]{1,9}", index) or (record := read_record(record)) is None:
+            return None
+        if int(index) >= len(messages) or messages[int(index)]["role"] != "user":
+            return None  # results stand in a user message of this history, or the record is not this history's
+        results[int(index)] = record
+    return messages, results
+
+
+def read_record(record) -> dict | None:
+    """The calls behind a results message, as compaction reads them, if they have that shape: {"calls": [{"name",
+    "args", "ok", "bytes", "lines"}], "notes": [...], "stubbed": bool}; None otherwise."""
+    if not isinstance(record, dict):
+        return None
+    calls, notes = record.get("calls"), record.get("notes", [])
+    if not (isinstance(calls, list) and isinstance(notes, list) and all(isinstance(note, str) for note in notes)):
+        return None
+    for call in calls:
+        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("args"), dict)
+                and isinstance(call.get("ok"), bool) and all(is_count(call.get(key, 0)) for key in ("bytes", "lines"))):
+            return None
+    return {"calls": calls, "notes": notes, **({"stubbed": True} if record.get("stubbed") is True else {})}
+
+
+def is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def sent_part(message: dict) -> dict:
+    """What a message read back is sent as: its role and its content, and nothing else a file may add (a
+    `tool_calls`, a `name`); the content with any lone surrogate (JSON can spell one) made U+FFFD."""
+    return {"role": message["role"], "content": repaired(message["content"])}
 
 
 def is_resumed(raw: bytes | None) -> bool:
@@ -338,7 +406,7 @@ def is_resumed(raw: bytes | None) -> bool:
 def parse_line(raw: bytes) -> dict | None:
     try:
         entry = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: "[[[[…" nested past Python's stack
         return None
     return entry if isinstance(entry, dict) else None
 

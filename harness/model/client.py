@@ -29,6 +29,7 @@ from harness.model.replies import (
     is_quota_exhausted,
     one_line,
     parse_completion,
+    repaired,
     retry_after,
     server_message,
     token_counts,
@@ -274,9 +275,9 @@ class Client:
         finally:
             grace.cancel()  # the connection goes back to the pool for the next request: leave it be
             chunks.close()  # ends _read_body, and with it the deadline timer
-        return Reply(text="".join(streamed.text), finish_reason=streamed.finish_reason,
+        return Reply(text=repaired("".join(streamed.text)), finish_reason=streamed.finish_reason,
                      usage=token_counts(streamed.usage), native_calls=streamed.native_calls,
-                     reasoning="".join(streamed.reasoning), streamed=True)
+                     reasoning=repaired("".join(streamed.reasoning)), streamed=True)
 
     def _read_body(self, response: requests.Response, give_up_at: float) -> Iterator[bytes]:
         """Yield the body as it arrives, decoded, until its end or the deadline; the one way bodies are read.

@@ -98,9 +98,7 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     refusal = message.get("refusal")  # OpenAI puts a refusal here, with a null content
     if not text and isinstance(refusal, str):
         text = refusal
-    # JSON may carry a lone surrogate ("\ud800"), which is no character: it could be neither printed nor sent
-    # back in the next request. It becomes U+FFFD, as undecodable bytes do.
-    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = repaired(text)
     finish_reason = choice.get("finish_reason")
     return Reply(
         text=text,
@@ -109,6 +107,17 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=token_counts(data.get("usage")),
     )
+
+
+def repaired(text: str) -> str:
+    """`text` with each lone surrogate made U+FFFD, as undecodable bytes are. JSON may carry one ("\\ud800"),
+    whole replies and streamed ones alike, and it is no character: it could be neither printed, nor sent back in
+    the next request, nor written to the transcript as UTF-8. A pair split by nothing stays the character it is.
+
+    >>> repaired("a\\ud800b"), repaired("\\ud83d\\ude00")
+    ('a\ufffdb', '😀')
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def native_calls(tool_calls) -> list:
