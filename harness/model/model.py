@@ -8,8 +8,9 @@ The bare seam is the client (client.py: one POST, its retries, one clear line pe
     a request interrupted by Ctrl-C is counted too (its prompt, and the reply as far as it came): the server
     read the one and wrote the other, and the user pays for both;
   - the history fitted to the token budget before each request, and a server's refusal for length survived:
-    the history shrinks to the window the refusal states and the same turn is asked again, at most
-    MAX_REFUSALS times (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`).
+    the history shrinks to the window the refusal states and the same turn is asked again; so too a reply cut
+    off where the window ended (finish_reason "length" with the window full): at most MAX_REFUSALS times a
+    turn (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`, `.cut_off`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class Display(Protocol):  # the user's side shows the reply (cli/display.py's Li
     def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning" or "restart"
     def finish(self) -> None: ...
 
-MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
+MAX_REFUSALS = 2  # refusals for length (or replies cut at the window) survived per turn, before the turn fails
 
 
 class SessionModel:
@@ -64,8 +65,11 @@ class SessionModel:
             self.count(messages, reply)
             if self.history is not None:
                 self.history.answered(reply, time.monotonic() - started)
+                # A reply cut off where the window ended: the history is fitted to what that taught, and asked again.
+                if reply.finish_reason == "length" and self.history.cut_off(reply, last=n_refusals == MAX_REFUSALS):
+                    continue
             return reply
-        raise AssertionError("unreachable: the last refusal raises")
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""

@@ -46,10 +46,16 @@ class Reply:
     native_calls: list[str] = field(default_factory=list)  # names in message.tool_calls: a format we never ask for
     reasoning: str = ""  # reasoning the server sent apart from the text (reasoning_content): shown, never sent back
     streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
+    window_full: bool = False  # cut off ("length") at the end of the context window, not at an output limit
 
     def no_answer(self, text: str) -> str | None:
         """Why this reply, which calls no tool, is no answer (`text` is what it says, reasoning left out); None
         when it is one. A reply cut off, filtered, or holding only reasoning must not be taken as done."""
+        if self.finish_reason == "length" and self.window_full:
+            return ("The model's answer was cut off: the context window is full (the conversation and the answer "
+                    "did not fit in it together), even after compacting. Start a new session (/reset in the REPL), "
+                    "ask for a shorter answer, or give the model a larger window (the server's context size, and "
+                    "--context-tokens to match).")
         if self.finish_reason == "length":
             return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
                     "on, or to answer more briefly.")
