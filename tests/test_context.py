@@ -618,11 +618,11 @@ def test_a_refusal_that_counts_the_prompt_teaches_this_servers_tokens():
     messages = [dict(SYSTEM), {"role": "user", "content": "x" * 9000}]
     sent = sum(len(m["content"]) + MESSAGE_OVERHEAD for m in messages)
     detail = "request (4500 tokens) exceeds the available context size (4096 tokens), try increasing it"
-    error = ChatError(f"400 from http://x: {detail}", 400, detail, {"error": {
+    llama = ChatError(f"400 from http://x: {detail}", 400, detail, {"error": {
         "code": 400, "message": detail, "type": "exceed_context_size_error", "n_prompt_tokens": 4500, "n_ctx": 4096}})
     openai = ("This model's maximum context length is 4096 tokens. However, you requested 4516 tokens (4500 in the "
               "messages, 16 in the completion).")
-    for error in (error, ChatError(openai, 400, openai)):
+    for error in (llama, ChatError(openai, 400, openai)):
         budget = Budget(32_000)
         budget.refused(messages, window_refusal(error)[1], stated_prompt(error))
         assert budget.tokens == 4096 and budget.bytes_per_token == sent / 4500

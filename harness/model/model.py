@@ -2,7 +2,8 @@
 
 The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `SessionModel` has the same
 `chat(messages) -> Reply`, so the loop cannot tell the two apart, and adds:
-  - the reply shown as it streams in, with a spinner until its first byte (cli/display.py `LiveReply`);
+  - the reply shown as it streams in, with a spinner until its first byte that says what it waits for, and how
+    long it may (cli/display.py `LiveReply`);
   - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
     none (llama.cpp's server sends none in a stream), so /tokens never says 0 for a session that cost tokens;
     a request interrupted by Ctrl-C is counted too (its prompt, and the reply as far as it came): the server
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # for the annotations only: the history module does not need 
 
 class Display(Protocol):  # the user's side shows the reply (cli/display.py's LiveReply): what this seam needs of it
     def start(self) -> None: ...
-    def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning" or "restart"
+    def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning", "restart" or "waiting"
     def finish(self) -> None: ...
 
 MAX_REFUSALS = 2  # refusals for length (or replies cut at the window) survived per turn, before the turn fails
@@ -89,7 +90,7 @@ class SessionModel:
         def show(kind: str, text: str) -> None:
             if kind == "restart":  # the client asks again: what came of the earlier attempt is gone
                 received.clear()
-            else:
+            elif kind != "waiting":  # (what the client waits for is the spinner's, not the reply's)
                 received.append(text)  # reasoning is written, and billed, like the text
             self.display.show(kind, text)
 
