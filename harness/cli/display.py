@@ -250,13 +250,14 @@ class Spinner:
         while not self.stopped.wait(self.interval if n_frames else self.delay):
             frame = self.frames[n_frames % len(self.frames)]
             line = f"{frame} {time.monotonic() - started:.0f} s  {self.label}".rstrip()
-            # One line, never wrapped: a "\r" returns to the start of the last row only.
-            line = line[:shutil.get_terminal_size().columns - 1]
+            # One line, never wrapped, with room for the "^C" a terminal echoes after it: a "\r" returns to the start
+            # of the last row only, and a wrapped line would stay on the screen.
+            line = line[:shutil.get_terminal_size().columns - 3]
             self.output.write("\r" + line.ljust(width))  # over a longer line before it, if the label changed
             self.output.flush()
             n_frames, width = n_frames + 1, max(width, len(line))
-        if n_frames:
-            self.output.write("\r" + " " * width + "\r")
+        if n_frames:  # the line, and a "^C" the terminal may have echoed after it
+            self.output.write("\r" + " " * (width + 2) + "\r")
             self.output.flush()
 
     def stop(self) -> None:
