@@ -683,3 +683,12 @@ def test_the_room_a_reply_takes_is_learnt_and_kept_free():
         read(context, f"f{n}.txt", 2400)
     chat(context)
     assert context.budget.estimate(model.turns[-1]) <= 2500
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": 0, "completion_tokens": 0}, None, {"prompt_tokens": True}])
+def test_a_cut_reply_with_a_placeholder_count_teaches_no_absurd_window(usage):
+    model = CutModel(Reply("In", "length", usage))
+    context, _ = make_context(tokens=32_000, model=model)
+    context.add("user", "explain")
+    assert chat(context).text == "ok"
+    assert context.budget.tokens >= 1000 and len(model.turns) == 2

@@ -113,26 +113,34 @@ class Budget:
         asks for no output limit, so a cut is a server's own limit or the window's end; the first is never that
         short, nor reached by a reply that found the prompt far below the window. `reply_tokens` is our estimate
         of the reply; `usage` what the server counted, if anything."""
-        prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if not (isinstance(prompt, int) and isinstance(answer, int)):
-            prompt, answer = self.estimate(messages), reply_tokens
+        prompt, answer = counted(usage) or (self.estimate(messages), reply_tokens)
         return prompt + answer >= COMPACT_AT * self.tokens or answer < SHORT_ANSWER
 
     def learn_window(self, messages: list[dict], reply_tokens: int, usage: dict) -> None:
         """Learn from a reply cut off at the window's end: the request and the reply filled the window, so the
         window is their size (the server's count), or our estimate counted too few tokens; and the reply needs
         more room than it got, twice as much (at most MOST_ANSWER_SHARE of the budget)."""
-        prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if isinstance(prompt, int) and isinstance(answer, int):
-            self.tokens = min(self.tokens, prompt + answer)
+        if reported := counted(usage):
+            prompt, answer = reported
+            self.tokens = min(self.tokens, max(prompt + answer, MIN_REAL_WINDOW))
         else:
             answer, total = reply_tokens, self.estimate(messages) + reply_tokens
             if COMPACT_AT * self.tokens <= total < self.tokens:  # the window is the budget; the estimate fell short
                 self.bytes_per_token = max(self.bytes_per_token * total / self.tokens, 1.0)
                 answer = round(answer * self.tokens / total)
             else:  # a window smaller than the budget: the request and the reply are all we know of it
-                self.tokens = min(self.tokens, total)
+                self.tokens = min(self.tokens, max(total, MIN_REAL_WINDOW))
         self.answer_room = max(self.answer_room, 2 * answer, SHORT_ANSWER)
+
+
+def counted(usage) -> tuple[int, int] | None:
+    """(prompt, completion) tokens as the server counted them, when it did: a prompt of 0 is a placeholder (some
+    proxies send one), no count."""
+    usage = usage if isinstance(usage, dict) else {}
+    prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(answer, int) and prompt > 0 and answer >= 0:
+        return prompt, answer
+    return None
 
 
 def size_in_bytes(messages: list[dict]) -> int:
