@@ -304,6 +304,8 @@ BROKEN_LINES = {
     "budget true": json.dumps({"type": "budget", "tokens": True}),
     "budget 3": json.dumps({"type": "budget", "tokens": 3}),
     "a list": "[1, 2]",
+    "a message of no role": json.dumps({"type": "message", "message": {"role": "tool", "content": "x"}}),
+    "a message of no text": json.dumps({"type": "message", "message": {"role": "user", "content": ["x"]}}),
 }
 
 

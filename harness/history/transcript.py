@@ -36,7 +36,7 @@ from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.history.budget import MIN_REAL_WINDOW
-from harness.model.replies import repaired
+from harness.history.readback import is_count, is_message, read_compaction, read_record, sent_part, unreadable
 from harness.sandbox.permissions import MODES, describe_mode
 
 try:
@@ -45,7 +45,6 @@ except ImportError:  # Windows: sessions are not locked
     fcntl = None
 
 VERSION = "0.1"  # the program's version, as the first line of every transcript records it
-ROLES = ("system", "user", "assistant")
 
 
 class TranscriptError(Exception):
@@ -318,7 +317,9 @@ def load(path: Path) -> Loaded:
         # A file the user can edit, or one written by another program, is data: a line that cannot be used is
         # one warning and skipped, never a traceback, and never a value that makes every later task fail.
         kind = entry.get("type")
-        if kind == "message" and is_message(entry.get("message")) and entry["message"]["role"] != "system":
+        if kind == "message" and not is_message(entry.get("message")):
+            loaded.warnings.append(f"{path}: line {number} holds a message that cannot be read back; skipped.")
+        elif kind == "message" and entry["message"]["role"] != "system":  # the system prompt is this run's
             messages.append(sent_part(entry["message"]))
             if "results" in entry and (record := read_record(entry["results"])) is None:
                 loaded.warnings.append(f"{path}: line {number}: the calls behind its tool results cannot be read; "
@@ -344,59 +345,6 @@ def load(path: Path) -> Loaded:
     return loaded
 
 
-def unreadable(raw: bytes) -> str:
-    """Why a line is no record: most often the last one, torn by a crash."""
-    try:
-        json.loads(raw.decode("utf-8"))
-    except RecursionError:
-        return "is nested too deeply to be read"
-    except (UnicodeDecodeError, ValueError):
-        return "is incomplete (the session ended while writing it)"
-    return "is not a record"
-
-
-def read_compaction(entry: dict) -> tuple[list[dict], dict[int, dict]] | None:
-    """The history a compaction line records, and the calls behind its results; None if any of it cannot be
-    read (the indices of the one depend on the other, so a part is not taken without the rest)."""
-    given, records = entry.get("messages"), entry.get("results", {})
-    if not isinstance(given, list) or not all(map(is_message, given)) or not isinstance(records, dict):
-        return None
-    messages, results = [sent_part(message) for message in given], {}
-    for index, record in records.items():
-        # ASCII digits only: "²".isdigit() is True, and int() refuses it.
-        if not re.fullmatch(r"[0-9]{1,9}", index) or (record := read_record(record)) is None:
-            return None
-        if int(index) >= len(messages) or messages[int(index)]["role"] != "user":
-            return None  # results stand in a user message of this history, or the record is not this history's
-        results[int(index)] = record
-    return messages, results
-
-
-def read_record(record) -> dict | None:
-    """The calls behind a results message, as compaction reads them, if they have that shape: {"calls": [{"name",
-    "args", "ok", "bytes", "lines"}], "notes": [...], "stubbed": bool}; None otherwise."""
-    if not isinstance(record, dict):
-        return None
-    calls, notes = record.get("calls"), record.get("notes", [])
-    if not (isinstance(calls, list) and isinstance(notes, list) and all(isinstance(note, str) for note in notes)):
-        return None
-    for call in calls:
-        if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("args"), dict)
-                and isinstance(call.get("ok"), bool) and all(is_count(call.get(key, 0)) for key in ("bytes", "lines"))):
-            return None
-    return {"calls": calls, "notes": notes, **({"stubbed": True} if record.get("stubbed") is True else {})}
-
-
-def is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def sent_part(message: dict) -> dict:
-    """What a message read back is sent as: its role and its content, and nothing else a file may add (a
-    `tool_calls`, a `name`); the content with any lone surrogate (JSON can spell one) made U+FFFD."""
-    return {"role": message["role"], "content": repaired(message["content"])}
-
-
 def is_resumed(raw: bytes | None) -> bool:
     """True for the line a resuming run writes first."""
     entry = parse_line(raw) if raw is not None else None
@@ -409,11 +357,6 @@ def parse_line(raw: bytes) -> dict | None:
     except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: "[[[[…" nested past Python's stack
         return None
     return entry if isinstance(entry, dict) else None
-
-
-def is_message(message) -> bool:
-    return (isinstance(message, dict) and message.get("role") in ROLES
-            and isinstance(message.get("content"), str))
 
 
 def without_system(messages: list[dict], results: dict[int, dict]) -> tuple[list[dict], dict[int, dict]]:
