@@ -1,9 +1,11 @@
-"""The token budget: how large a request is, estimated before it goes out, and what a server's refusal for
-length says about its window.
+"""The token budget: how large a request is, estimated before it goes out, the room kept for the reply, and
+what a server's refusal for length, or a reply cut off where the window ended, says about its window.
 
 The estimate is the UTF-8 size of the messages (characters / 4 would count Chinese or Japanese at a quarter of
-their size), calibrated with the `usage.prompt_tokens` the server reports, unless the count looks like that of
-a prompt the server cut. `context.py` keeps the history inside this budget.
+their size), calibrated with the `usage.prompt_tokens` the server reports (or the prompt size its refusal
+states), unless the count looks like that of a prompt the server cut. The window holds the request and the reply
+together: a request never takes the room the longest reply so far took (`most`). `context.py` keeps the history
+inside this budget.
 """
 
 from __future__ import annotations

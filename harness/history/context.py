@@ -4,16 +4,18 @@ Every request resends the whole history, so without a budget a session soon pass
 every request after that fails. `SessionHistory` has the bare history's `messages`, `add` and `add_results`
 (agent.py `History`), records every message in the transcript as it is added (so --resume can carry on), and:
   - estimates each request's size in tokens before it goes out (`budget.py`: UTF-8 bytes, calibrated with
-    the server's `usage.prompt_tokens`);
+    the server's `usage.prompt_tokens`, or the prompt size a refusal states), and keeps room for the reply:
+    a tenth of the budget, more once longer replies were seen (`Budget.most`);
   - cuts one reply's results to RESULTS_SHARE of what the system prompt leaves, keeping head and tail;
-  - once a request would pass COMPACT_AT of the budget, compacts, stopping as soon as the history fits:
+  - once a request would pass COMPACT_AT of the budget (less, when the reply needs more room), compacts,
+    stopping as soon as the history fits:
       1. older tool results become one-line stubs (the tool, its arguments, the size, how to get it again);
          the latest results stay whole;
       2. if that is not enough, the older turns become one summary, written by one model call with its own
          short prompt (cut to SUMMARY_SHARE of the budget); the recent turns stay verbatim;
       3. if it is still past COMPACT_AT, the current task's results are cut further, newest first (or
          stubbed with a note to ask for less), as far as they go: what is left past COMPACT_AT is the model's
-         own words and the task's, kept whole; a request estimated past the whole budget is not sent;
+         own words and the task's, kept whole; a request that leaves the reply no room is not sent;
     a compaction that would not shrink the history is dropped;
     the system prompt and the current task's message are never changed, and the model's own words are kept
     over tool output. Between compactions the history is only appended to, so providers' prompt caches
@@ -21,8 +23,10 @@ every request after that fails. `SessionHistory` has the bare history's `message
   - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
     window: lowers the budget to the limit the message states, cuts the current results to the new share,
     compacts, and sends the same turn again;
+  - takes a reply cut off where the window ended (finish_reason "length", the window full) the same way: the
+    window or the estimate corrected, more room kept for the reply, compacted, the turn asked again;
   - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
-`fit` and `refused` are called around each request by the model's armour (model/model.py). Nothing here talks
+`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/model.py). Nothing here talks
 to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
