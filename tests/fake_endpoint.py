@@ -134,13 +134,14 @@ def llama_cpp_python(window: int, answer) -> object:
     return server
 
 
-def llama_cpp(window: int, answer, bytes_per_token: float = 2.4) -> object:
+def llama_cpp(window: int, answer, bytes_per_token: float = 2.4, stream_usage: bool = False) -> object:
     """A script item for every request: llama.cpp's server (tools/server) at `n_ctx` `window`, counting
     `bytes_per_token` bytes of the messages' JSON as a token (denser than plainagent's first estimate, as code
     is for many tokenizers). A prompt past the window gets its 400 `exceed_context_size_error`, which states
     `n_prompt_tokens` and `n_ctx`; a prompt that fits is answered with `answer(body)`'s text as far as the window
     holds it: a reply that would pass it stops there with finish_reason "length" (the server has no room to
-    shift the context). A stream reports no usage; a whole reply does."""
+    shift the context). A stream reports no usage (unless `stream_usage`, as newer builds do when asked with
+    stream_options.include_usage); a whole reply does."""
     def server(body: dict):
         sent = len(json.dumps(body["messages"], ensure_ascii=False).encode())
         tokens = -(-sent // bytes_per_token)
@@ -154,11 +155,12 @@ def llama_cpp(window: int, answer, bytes_per_token: float = 2.4) -> object:
         room = int((window - tokens) * bytes_per_token)
         if len(text.encode()) > room:
             text, finish_reason = text.encode()[:room].decode(errors="ignore"), "length"
-        if body.get("stream"):
-            return {"events": stream_events(text, finish_reason=finish_reason)}
         used = int(len(text.encode()) / bytes_per_token)
-        return {"body": completion(text, finish_reason, {"prompt_tokens": tokens, "completion_tokens": used,
-                                                         "total_tokens": tokens + used})}
+        usage = {"prompt_tokens": tokens, "completion_tokens": used, "total_tokens": tokens + used}
+        if body.get("stream"):
+            asked = stream_usage and (body.get("stream_options") or {}).get("include_usage")
+            return {"events": stream_events(text, finish_reason=finish_reason, usage=usage if asked else None)}
+        return {"body": completion(text, finish_reason, usage)}
     return server
 
 

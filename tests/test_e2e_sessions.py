@@ -264,3 +264,15 @@ def test_a_window_full_after_every_try_says_so_not_output_limit(agent_home, proj
     assert done.returncode == 1
     assert "the context window is full" in done.stderr and "output token limit" not in done.stderr
     assert len(endpoint.received) <= 3
+
+
+def test_a_stream_that_reports_its_usage_corrects_the_estimate_before_the_window_is_full(agent_home, project):
+    """The same session against a server that reports usage at the end of a stream (asked for with
+    stream_options.include_usage): the estimate is corrected from the first reply on, and no reply is cut."""
+    for part in (1, 2):
+        (project / f"part{part}.txt").write_text("".join(f"{n:04d} figures: " + "x" * 70 + "\n" for n in range(40)))
+    with FakeEndpoint([llama_cpp(4096, reading_model, stream_usage=True)] * 6) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "summarize the report", "--context-tokens", "4096")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LONG_ANSWER.strip() + "\n" and "cut off" not in done.stderr
+    assert len(endpoint.received) == 3 and "estimated" not in done.stderr
