@@ -4,6 +4,7 @@ spinner's line says what it waits for. Servers that accept a request and say not
 the waits are set to a fraction of a second."""
 
 import sys
+import threading
 import time
 
 import pytest
@@ -36,9 +37,11 @@ def test_a_stream_whose_first_byte_never_comes_ends_after_the_first_bytes_wait()
 
 
 def test_once_the_first_byte_came_a_stream_may_be_silent_for_the_read_timeout():
-    events = [": keep-alive", *stream_events("slow to write", pieces=2)]  # a comment at once, then a pause
-    with FakeEndpoint([{"events": events, "pause": 2 * WAIT}]) as endpoint:
+    later = threading.Event()  # a comment at once, then silence for twice the first byte's wait
+    events = [": keep-alive", *stream_events("slow to write", pieces=2)]
+    with FakeEndpoint([{"events": events, "hold": later, "hold_at": 1}]) as endpoint:
         client, _ = make_client(endpoint, first_byte_timeout=WAIT, read_timeout=30)
+        threading.Timer(2 * WAIT, later.set).start()
         assert client.chat(MESSAGES).text == "slow to write"
 
 
@@ -129,8 +132,8 @@ def test_a_silent_server_fails_after_the_wait_set_in_the_environment(agent_home,
 def test_the_spinner_says_what_it_waits_for_at_a_terminal(install, project):
     with FakeEndpoint([{"events": stream_events("late"), "hold": True}]) as endpoint:
         screen = Screen(install, project, endpoint, "-p", "hi",
-                        env={"TERM": "xterm", "PLAINAGENT_FIRST_BYTE_TIMEOUT": "1.5"})
+                        env={"TERM": "xterm", "PLAINAGENT_FIRST_BYTE_TIMEOUT": "0.8"})
         host = endpoint.url.split("/")[2]
-        screen.expect(f"1 s  waiting for the first byte from {host} (up to 1.5 s)")
-        screen.expect("no first byte of the reply within 1.5 s")
+        screen.expect(f"0 s  waiting for the first byte from {host} (up to 0.8 s)")
+        screen.expect("no first byte of the reply within 0.8 s")
         assert screen.process.wait(10) == 1
