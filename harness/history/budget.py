@@ -167,9 +167,9 @@ def stated_prompt(error: ChatError) -> int | None:
     """The size of the refused prompt in the server's tokens, if the refusal states it."""
     body = getattr(error, "body", None)
     fields = body.get("error") if isinstance(body, dict) else None
-    counted = fields.get("n_prompt_tokens") if isinstance(fields, dict) else None
-    if isinstance(counted, int) and not isinstance(counted, bool) and counted > 0:
-        return counted
+    n_prompt = fields.get("n_prompt_tokens") if isinstance(fields, dict) else None
+    if isinstance(n_prompt, int) and not isinstance(n_prompt, bool) and n_prompt > 0:
+        return n_prompt
     match = STATED_PROMPT.search(getattr(error, "detail", "") or str(error))
     digits = next((group for group in match.groups() if group), "").replace(",", "") if match else ""
     return int(digits) if digits.isdigit() and int(digits) > 0 else None
