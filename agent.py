@@ -254,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # while asked about a project's .env, or reading the task from stdin
         return 130
     client = Client(config.base_url, config.api_key.value, config.model, stop=config.stop, stream=config.stream,
-                    log=log)  # the header is where the key is needed; everything else asks config.api_key to blank it
+                    log=log, **config.waits())  # the key goes in the header; all else asks config.api_key to blank it
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),

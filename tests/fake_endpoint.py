@@ -134,6 +134,36 @@ def llama_cpp_python(window: int, answer) -> object:
     return server
 
 
+def llama_cpp(window: int, answer, bytes_per_token: float = 2.4, stream_usage: bool = False) -> object:
+    """A script item for every request: llama.cpp's server (tools/server) at `n_ctx` `window`, counting
+    `bytes_per_token` bytes of the messages' JSON as a token (denser than plainagent's first estimate, as code
+    is for many tokenizers). A prompt past the window gets its 400 `exceed_context_size_error`, which states
+    `n_prompt_tokens` and `n_ctx`; a prompt that fits is answered with `answer(body)`'s text as far as the window
+    holds it: a reply that would pass it stops there with finish_reason "length" (the server has no room to
+    shift the context). A stream reports no usage (unless `stream_usage`, as newer builds do when asked with
+    stream_options.include_usage); a whole reply does."""
+    def server(body: dict):
+        sent = len(json.dumps(body["messages"], ensure_ascii=False).encode())
+        tokens = -(-sent // bytes_per_token)
+        tokens = int(tokens)
+        if tokens > window:
+            return {"status": 400, "body": {"error": {
+                "code": 400, "message": f"request ({tokens} tokens) exceeds the available context size ({window} "
+                                        "tokens), try increasing it",
+                "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": window}}}
+        text, finish_reason = answer(body), "stop"
+        room = int((window - tokens) * bytes_per_token)
+        if len(text.encode()) > room:
+            text, finish_reason = text.encode()[:room].decode(errors="ignore"), "length"
+        used = int(len(text.encode()) / bytes_per_token)
+        usage = {"prompt_tokens": tokens, "completion_tokens": used, "total_tokens": tokens + used}
+        if body.get("stream"):
+            asked = stream_usage and (body.get("stream_options") or {}).get("include_usage")
+            return {"events": stream_events(text, finish_reason=finish_reason, usage=usage if asked else None)}
+        return {"body": completion(text, finish_reason, usage)}
+    return server
+
+
 def split_chunks(data: bytes, size: int) -> list[bytes]:
     """`data` in pieces of `size` bytes, cut where the count falls (inside a UTF-8 character too)."""
     return [data[start:start + size] for start in range(0, len(data), size)]

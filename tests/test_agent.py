@@ -31,6 +31,9 @@ class ScriptedModel:
         return self.replies.pop(0)
 
 
+# A reply cut at a server's output limit: a long reply (by the server's count), the prompt far below the window.
+CUT_AT_OUTPUT_LIMIT = {"prompt_tokens": 900, "completion_tokens": 4096}
+
 def make_session(tmp_path, *replies, max_steps=30):
     model = ScriptedModel(*replies)
     session = build_session(Config(model="m", max_steps=max_steps), model, Workspace(tmp_path))
@@ -128,7 +131,8 @@ def test_an_invented_result_is_cut_from_the_history_and_the_model_told(tmp_path)
 
 def test_a_reply_cut_inside_a_call_is_not_run(tmp_path):
     session, _ = make_session(
-        tmp_path, Reply('tool: edit_file({"path": "big.py", "old_str": "", "new_str": "def f():\n', "length"), "ok")
+        tmp_path, Reply('tool: edit_file({"path": "big.py", "old_str": "", "new_str": "def f():\n', "length",
+                        CUT_AT_OUTPUT_LIMIT), "ok")
     session.run("go")
     assert not (tmp_path / "big.py").exists()
     assert "cut off at the output token limit" in results_in(session.history.messages[3])[0]["output"]
@@ -257,7 +261,7 @@ def test_undo_in_the_repl_reverts_the_write_and_the_model_hears_of_it(tmp_path, 
 
 
 @pytest.mark.parametrize("reply, says", [
-    (Reply("The three causes are: first, the", "length"), "cut off at its output token limit"),
+    (Reply("The three causes are: first, the", "length", CUT_AT_OUTPUT_LIMIT), "cut off at its output token limit"),
     (Reply("", "stop"), "reply was empty"),
     (Reply("   \n", "stop"), "reply was empty"),
     (Reply("<think>Let me think about the answer.</think>", "stop"), "reply was only reasoning"),
@@ -270,7 +274,7 @@ def test_a_cut_off_or_empty_answer_is_a_failure_not_an_answer(tmp_path, reply, s
 
 
 def test_one_shot_mode_exits_1_for_a_cut_off_answer_and_shows_the_part(tmp_path, capsys):
-    session, _ = make_session(tmp_path, Reply("Half an answ", "length"))
+    session, _ = make_session(tmp_path, Reply("Half an answ", "length", CUT_AT_OUTPUT_LIMIT))
     assert agent.attempt(session, "explain") == 1
     out, err = capsys.readouterr()
     assert out == "" and err.splitlines() == [

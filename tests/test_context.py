@@ -8,7 +8,7 @@ import pytest
 
 from harness.history import compaction
 from harness.history import context as context_module
-from harness.history.budget import MESSAGE_OVERHEAD, Budget, window_refusal
+from harness.history.budget import MESSAGE_OVERHEAD, Budget, stated_prompt, window_refusal
 from harness.history.compaction import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT
 from harness.history.context import SessionHistory, fit_outputs
 from harness.history.transcript import Transcript, load
@@ -208,9 +208,10 @@ def test_a_request_that_never_fits_fails_in_one_line():
     context.add("user", "a task")
     with pytest.raises(ChatError) as raised:
         chat(context)
-    assert "\n" not in str(raised.value) and "still does not fit" in str(raised.value)
-    assert "--context-tokens" in str(raised.value)
-    assert len(model.turns) == 3  # the first try and MAX_REFUSALS more
+    # Either the refusals are spent, or the budget they taught leaves the task no room beside the reply's.
+    assert "\n" not in str(raised.value) and "--context-tokens" in str(raised.value)
+    assert "still does not fit" in str(raised.value) or "less room for the reply" in str(raised.value)
+    assert len(model.turns) <= 3  # the first try and MAX_REFUSALS more at most
 
 
 def test_other_failures_pass_through_untouched():
@@ -449,7 +450,8 @@ def test_a_task_larger_than_the_window_says_so():
     context.add("user", "fix this: " + "y" * 20_000)
     with pytest.raises(ChatError) as raised:
         chat(context)
-    assert str(raised.value) == ("the task itself is about 6,674 tokens, more than the context budget of 2,000: "
+    assert str(raised.value) == ("the task itself is about 6,674 tokens, more than the 1,800 a request may hold "
+                                 "(the context budget of 2,000 less room for the reply): "
                                  "shorten it, or put it in a file and ask to read that file.")
     assert model.turns == []
 
@@ -468,9 +470,9 @@ def test_a_system_prompt_larger_than_the_window_is_named_not_the_task(task):
     assert system > asked and system + asked > 2000
     also = "" if system > 2000 else f" and the task about {asked:,}"
     assert str(raised.value) == (
-        f"the system prompt is about {system:,} tokens{also}, more than the context budget of 2,000: the tools' "
-        "descriptions and any AGENTS.md instructions go with every request. Shorten AGENTS.md, or give the model a "
-        "larger window (--context-tokens, and a local server's own context size).")
+        f"the system prompt is about {system:,} tokens{also}, more than the 1,800 a request may hold (the context "
+        "budget of 2,000 less room for the reply): the tools' descriptions and any AGENTS.md instructions go with "
+        "every request. Shorten AGENTS.md, or give the model a larger window (--context-tokens, and a local server's own context size).")
     assert model.turns == []
 
 
@@ -483,8 +485,8 @@ def test_a_task_and_a_system_prompt_that_fit_only_apart_name_the_larger_part():
     system, asked = (context.budget.estimate([message]) for message in context.messages)
     assert asked < 2000 < system + asked
     assert str(raised.value) == (f"the task itself is about {asked:,} tokens and the system prompt about {system:,}, "
-                                 "more than the context budget of 2,000: shorten the task, or put it in a file and "
-                                 "ask to read that file.")
+                                 "more than the 1,800 a request may hold (the context budget of 2,000 less room "
+                                 "for the reply): shorten the task, or put it in a file and ask to read that file.")
 
 
 def test_a_cut_output_keeps_its_head_and_its_tail_and_states_its_real_size():
@@ -605,3 +607,88 @@ def test_after_a_summary_the_current_results_are_still_cut_not_stubbed():
     sent = model.turns[-1]
     assert sent[1]["content"].startswith(SUMMARY_HEAD) and "(Cut here to fit the context budget" in sent[-1]["content"]
     assert Budget(4000).estimate(sent) <= 0.75 * 4000
+
+
+# --- a small window: room for the reply (issue 26) ---
+
+
+def test_a_refusal_that_counts_the_prompt_teaches_this_servers_tokens():
+    """llama.cpp's server states n_prompt_tokens, llama-cpp-python's message '(N in the messages': the estimate is
+    corrected from them, not guessed."""
+    messages = [dict(SYSTEM), {"role": "user", "content": "x" * 9000}]
+    sent = sum(len(m["content"]) + MESSAGE_OVERHEAD for m in messages)
+    detail = "request (4500 tokens) exceeds the available context size (4096 tokens), try increasing it"
+    llama = ChatError(f"400 from http://x: {detail}", 400, detail, {"error": {
+        "code": 400, "message": detail, "type": "exceed_context_size_error", "n_prompt_tokens": 4500, "n_ctx": 4096}})
+    openai = ("This model's maximum context length is 4096 tokens. However, you requested 4516 tokens (4500 in the "
+              "messages, 16 in the completion).")
+    for error in (llama, ChatError(openai, 400, openai)):
+        budget = Budget(32_000)
+        budget.refused(messages, window_refusal(error)[1], stated_prompt(error))
+        assert budget.tokens == 4096 and budget.bytes_per_token == sent / 4500
+
+
+class CutModel(Model):
+    """Answers the first `n_cut` turns with `cut`, a reply cut off ("length"), then "ok"."""
+
+    def __init__(self, cut: Reply, n_cut: int = 1):
+        super().__init__()
+        self.cut, self.n_cut = cut, n_cut
+
+    def __call__(self, messages):
+        reply = super().__call__(messages)
+        return copy.deepcopy(self.cut) if len(self.turns) <= self.n_cut and reply.text == "ok" else reply
+
+
+def test_a_reply_cut_at_the_output_limit_far_below_the_window_is_no_news_about_it():
+    model = CutModel(Reply("A long essay. " * 1000, "length", {"prompt_tokens": 2000, "completion_tokens": 4096}))
+    context, lines = make_context(tokens=32_000, model=model)
+    context.add("user", "write an essay")
+    reply = chat(context)
+    assert reply.finish_reason == "length" and not reply.window_full and len(model.turns) == 1
+    assert "output token limit" in reply.no_answer(reply.text) and context.budget.tokens == 32_000 and lines == []
+
+
+def test_a_reply_cut_after_a_few_words_met_the_window_even_one_not_known():
+    """No server's output limit is two words: the window ended there, though the budget (32,000) said otherwise."""
+    model = CutModel(Reply("In the", "length", {}))
+    context, lines = make_context(tokens=32_000, model=model)
+    context.add("user", "explain")
+    for n in range(3):
+        read(context, f"f{n}.txt", 3000)
+    assert chat(context).text == "ok"
+    assert len(model.turns) == 2 and context.budget.tokens < 32_000
+    assert any(line.startswith("The reply was cut off: the context window is full") for line in lines)
+
+
+def test_a_window_still_full_on_the_last_try_is_said_to_be_the_window():
+    model = CutModel(Reply("In", "length", {"prompt_tokens": 4094, "completion_tokens": 2}), n_cut=10)
+    context, _ = make_context(tokens=4096, model=model)
+    context.add("user", "explain")
+    reply = chat(context)
+    assert reply.window_full and len(model.turns) == 3  # the first try and MAX_REFUSALS more
+    assert "the context window is full" in reply.no_answer(reply.text)
+    assert "output token limit" not in reply.no_answer(reply.text)
+
+
+def test_the_room_a_reply_takes_is_learnt_and_kept_free():
+    """A history fitted to the window leaves the reply nothing: the longest reply so far is kept free."""
+    model = Model(usage={"prompt_tokens": 500, "completion_tokens": 1500})
+    context, _ = make_context(tokens=4000, model=model)
+    context.add("user", "read the files")
+    assert context.budget.most() == 3600  # a tenth of the budget, before any reply
+    chat(context)
+    assert context.budget.most() == 2500
+    for n in range(3):
+        read(context, f"f{n}.txt", 2400)
+    chat(context)
+    assert context.budget.estimate(model.turns[-1]) <= 2500
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": 0, "completion_tokens": 0}, None, {"prompt_tokens": True}])
+def test_a_cut_reply_with_a_placeholder_count_teaches_no_absurd_window(usage):
+    model = CutModel(Reply("In", "length", usage))
+    context, _ = make_context(tokens=32_000, model=model)
+    context.add("user", "explain")
+    assert chat(context).text == "ok"
+    assert context.budget.tokens >= 1000 and len(model.turns) == 2

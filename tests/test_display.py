@@ -1,7 +1,9 @@
 """What the user sees of a streamed reply (display.py): text as it comes, no raw tool calls, reasoning dimmed."""
 
 import io
+import os
 import random
+import shutil
 import sys
 import threading
 
@@ -196,7 +198,26 @@ def test_the_spinner_counts_seconds_and_clears_its_line():
     screen.wait_for(lambda text: text.count("\r") >= 2)  # two frames shown
     spinner.stop()
     output = screen.getvalue()
-    assert output.startswith("\r- 0 s\r\\ 0 s") and output.endswith("\r" + " " * 12 + "\r")
+    assert output.startswith("\r- 0 s\r\\ 0 s") and output.endswith("\r" + " " * 7 + "\r")
+
+
+def test_the_spinner_says_what_it_waits_for_on_one_line(monkeypatch):
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda: os.terminal_size((40, 24)))
+    screen = WatchedScreen(True)
+    spinner = Spinner(screen, interval=0.01, delay=0.01)
+    spinner.start()
+    reply = LiveReply(screen, spinner)
+    reply.show("waiting", "waiting for the first byte from localhost:8080 (up to 120 s)")
+    screen.wait_for(lambda text: "waiting" in text)
+    reply.show("waiting", "short")
+    screen.wait_for(lambda text: "short" in text)
+    spinner.stop()
+    frames = screen.getvalue().split("\r")[1:-1]
+    assert "- 0 s  waiting for the first byte fro" in frames  # cut to the terminal's width, with room for a "^C"
+    assert all(len(frame) <= 37 for frame in frames[:-1])
+    shorter = next(frame for frame in frames if "short" in frame)
+    assert shorter.rstrip().endswith("0 s  short") and len(shorter) == 37  # over the longer line before it
+    assert frames[-1] == " " * 39  # and the "^C" a terminal echoes after it
 
 
 def test_a_quick_reply_shows_no_spinner():

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_endpoint import FakeEndpoint, completion
+from fake_endpoint import FakeEndpoint, completion, llama_cpp
 from reader_model import ReaderModel, ask, collect, expected_answers, write_files
 from test_e2e import KEY, agent_here
 
@@ -224,3 +224,55 @@ def test_resuming_in_another_workspace_is_refused(agent_home, project, tmp_path)
     assert done.returncode == 2 and endpoint.received == []
     assert done.stderr.split("\n", 2)[2] == (f"plainagent: --resume {path}: that session worked in {project}, not in {elsewhere}; "
                            f"resume it there (-C {project}), or start a new session here.\n")
+
+
+# --- a small local window: the answer needs room too (issue 26) ---
+
+
+LONG_ANSWER = "The report lists the figures of every month; " + "month after month the numbers hold. " * 50
+
+
+def reading_model(body: dict) -> str:
+    """Reads two parts of the report, one call a reply, then answers at length."""
+    n_read = sum(message["content"].startswith("tool: read_file") for message in body["messages"])
+    return f'tool: read_file({{"path": "part{n_read + 1}.txt"}})' if n_read < 2 else LONG_ANSWER
+
+
+def test_a_reply_cut_at_a_full_window_is_asked_again_after_compacting(agent_home, project):
+    """llama.cpp at n_ctx 4096, no usage in its stream, --context-tokens 4096 as the docs advise: the history was
+    fitted to the window by an estimate that counted too few tokens, the answer found no room and was cut after a
+    few words, and the task failed blaming the output token limit."""
+    for part in (1, 2):
+        (project / f"part{part}.txt").write_text("".join(f"{n:04d} figures: " + "x" * 70 + "\n" for n in range(40)))
+    with FakeEndpoint([llama_cpp(4096, reading_model)] * 6) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "summarize the report", "--context-tokens", "4096")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LONG_ANSWER.strip() + "\n"
+    assert "cut off: the context window is full" in done.stderr
+    assert "output token limit" not in done.stderr and "Traceback" not in done.stderr
+    # The two reads, the answer cut off, and the same turn asked again, smaller.
+    sizes = [len(json.dumps(request.body["messages"])) for request in endpoint.received]
+    assert len(sizes) == 4 and sizes[3] < sizes[2] and all(request.body["stream"] for request in endpoint.received)
+    assert endpoint.received[3].body["messages"][-1] == endpoint.received[2].body["messages"][-1]
+
+
+def test_a_window_full_after_every_try_says_so_not_output_limit(agent_home, project):
+    """An answer no window of 4096 holds: the last line names the window, not the output token limit."""
+    huge = "word " * 5000
+    with FakeEndpoint([llama_cpp(4096, lambda body: huge)] * 6) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "write a lot", "--context-tokens", "4096")
+    assert done.returncode == 1
+    assert "the context window is full" in done.stderr and "output token limit" not in done.stderr
+    assert len(endpoint.received) <= 3
+
+
+def test_a_stream_that_reports_its_usage_corrects_the_estimate_before_the_window_is_full(agent_home, project):
+    """The same session against a server that reports usage at the end of a stream (asked for with
+    stream_options.include_usage): the estimate is corrected from the first reply on, and no reply is cut."""
+    for part in (1, 2):
+        (project / f"part{part}.txt").write_text("".join(f"{n:04d} figures: " + "x" * 70 + "\n" for n in range(40)))
+    with FakeEndpoint([llama_cpp(4096, reading_model, stream_usage=True)] * 6) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "summarize the report", "--context-tokens", "4096")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == LONG_ANSWER.strip() + "\n" and "cut off" not in done.stderr
+    assert len(endpoint.received) == 3 and "estimated" not in done.stderr

@@ -14,6 +14,8 @@ from frames import read_results
 from test_e2e import KEY, agent, agent_here, read_or_fail
 from test_e2e_terminal import Screen
 
+from harness.history.transcript import load
+
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
 
 
@@ -228,3 +230,19 @@ def test_a_resumed_session_carries_on_from_the_reset(agent_home, project):
         resumed = agent_here(agent_home, project, endpoint, "--resume", "-p", "third")
     assert resumed.returncode == 0 and resumed.stdout == "Three.\n"
     assert [m["content"] for m in endpoint.received[-1].body["messages"][1:]] == ["second", "Two.", "third"]
+
+
+def test_a_lone_surrogate_in_a_streamed_reply_is_repaired_as_in_a_whole_one(agent_home, project, tmp_path):
+    """Issue 26/27: whole replies had lone surrogates repaired, streamed ones not, and the transcript line holding
+    one could not be read back."""
+    delta = '{"choices": [{"index": 0, "delta": {"content": "%s"}, "finish_reason": %s}]}'
+    events = ["data: " + delta % ("Done: a\\ud800b", "null"), "data: " + delta % (" and \\ud83d\\ude00.", '"stop"'),
+              "data: [DONE]"]
+    log = tmp_path / "t.jsonl"
+    with FakeEndpoint([{"events": events}]) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "hi", "--log", str(log))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Done: a\ufffdb and 😀.\n"
+    log.read_bytes().decode("utf-8")  # every line of the transcript is UTF-8
+    loaded = load(log)
+    assert loaded.warnings == [] and loaded.messages[-1] == {"role": "assistant", "content": "Done: a\ufffdb and 😀."}

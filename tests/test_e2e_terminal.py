@@ -30,11 +30,13 @@ ATTACH = ("import fcntl, os, sys, termios; "
 class Screen:
     """agent.py on a pseudo-terminal: `type` keys, `expect` text on the screen."""
 
-    def __init__(self, install, project, endpoint, *argv, stderr=None, stdin: str | None = None):
-        """`stdin`: text piped in (`echo TASK | python agent.py -p -`) instead of the terminal's keys."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+    def __init__(self, install, project, endpoint, *argv, stderr=None, stdin: str | None = None,
+                 env: dict[str, str] | None = None):
+        """`stdin`: text piped in (`echo TASK | python agent.py -p -`) instead of the terminal's keys; `env`: more
+        variables, over the test's (TERM=xterm for a spinner, say)."""
+        extra, env = env or {}, {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
         env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY,
-                    "PYTHONUNBUFFERED": "1", "TERM": "dumb", "HOME": str(project.parent)})
+                    "PYTHONUNBUFFERED": "1", "TERM": "dumb", "HOME": str(project.parent)} | extra)
         self.master, slave = os.openpty()
         self.process = subprocess.Popen(
             [sys.executable, "-c", ATTACH, str(install / "agent.py"), *argv], cwd=project, env=env,

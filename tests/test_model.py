@@ -21,6 +21,8 @@ class InterruptedDisplay:
         pass
 
     def show(self, kind, text):
+        if kind == "waiting":  # what the client waits for: the spinner's, no piece of the reply
+            return
         self.pieces.append((kind, text))
         if len(self.pieces) == self.after:
             raise KeyboardInterrupt

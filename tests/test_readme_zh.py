@@ -23,6 +23,7 @@ import socket
 from pathlib import Path
 
 import pytest
+import requests
 import responses
 
 import tools
@@ -237,6 +238,16 @@ def chat_error(base_url: str = TAOTOKEN, status: int = 200, body=None, model: st
     return f"plainagent: {error.value}"
 
 
+def rate_limited(body: dict) -> str:
+    """The line after the last try of a 429, with the client's default retries (their waits not slept)."""
+    client = Client(TAOTOKEN, KEY, "gpt-4o-mini", stream=True, sleep=lambda seconds: None)
+    with responses.RequestsMock() as mock:
+        mock.post(chat_url(TAOTOKEN), status=429, json=body)
+        with pytest.raises(ChatError) as error:
+            client.chat([{"role": "user", "content": "hi"}])
+    return f"plainagent: {error.value}"
+
+
 def through_a_socks_proxy(monkeypatch) -> str | None:
     """The line for a SOCKS proxy, which requests cannot speak without PySocks; None where PySocks is installed
     (then requests speaks SOCKS, and the line is another one)."""
@@ -292,6 +303,12 @@ def reproduced(tmp_path: Path, monkeypatch) -> list[str]:
         chat_error(status=400, model="gpt-5", body={"error": {"message": "模型 gpt-5 不存在或当前账号无权使用"}}),
         chat_error(status=403, model="gpt-5", body={"error": {"message": "no access to model gpt-5",
                                                               "type": "permission_error"}}),
+        # 429: still limited after every try, and out of credit
+        rate_limited({"error": {"message": "Rate limit reached for requests", "code": "rate_limit_exceeded"}}),
+        chat_error(status=429, body={"error": {"message": "You exceeded your current quota, please check your plan "
+                                                         "and billing details.", "code": "insufficient_quota"}}),
+        # a server that took the request and says nothing
+        chat_error(body=requests.ReadTimeout("Read timed out.")),
         # old_str not found
         *edit_not_found(tmp_path),
     ]

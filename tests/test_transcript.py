@@ -215,17 +215,6 @@ def test_a_torn_last_line_is_skipped_with_a_warning(tmp_path):
     assert load(path).warnings == []  # said once: a later run took over after it
 
 
-@pytest.mark.parametrize("results", [[{"name": "x"}], {"two": {"name": "x"}}, {"3": "not a record"}, "text"])
-def test_a_compaction_line_whose_results_cannot_be_read_loads_the_rest(tmp_path, results):
-    """From issue 26: `results` as a list, or keys that are no numbers, ended --resume in a traceback."""
-    session, path = recorded_session(tmp_path, "Hello.")
-    kept = [{"role": "user", "content": "summary"}, {"role": "assistant", "content": "ok"}]
-    with open(path, "a") as file:
-        file.write(json.dumps({"type": "compaction", "messages": kept, "results": results}) + "\n")
-    loaded = load(path)
-    assert loaded.messages == kept and loaded.results == {}
-
-
 def lines_of_tolerant(path: Path) -> list[dict]:
     entries = []
     for line in path.read_text().splitlines():
@@ -287,3 +276,80 @@ def test_a_lowered_budget_is_remembered(tmp_path):
     transcript = Transcript.create(path, {})
     transcript.write("budget", tokens=4096, reason="maximum context length is 4096 tokens")
     assert load(path).context_tokens == 4096
+
+
+# --- a transcript cannot break --resume (issue 27 item 7, issue 26) ---
+
+
+def appended(path: Path, *lines: str | bytes) -> None:
+    with open(path, "ab") as file:
+        for line in lines:
+            file.write((line.encode() if isinstance(line, str) else line) + b"\n")
+
+
+BROKEN_LINES = {
+    "nested": "[" * 100_000 + "]" * 100_000,  # RecursionError in json.loads
+    "results as a list": json.dumps({"type": "compaction", "messages": [{"role": "user", "content": "s"}],
+                                     "results": [{"name": "x"}]}),
+    "results keyed by a word": json.dumps({"type": "compaction", "messages": [{"role": "user", "content": "s"}],
+                                           "results": {"two": {"calls": [], "notes": []}}}),
+    "results keyed by a superscript": json.dumps({"type": "compaction", "messages": [{"role": "user",
+                                                  "content": "s"}], "results": {"²": {"calls": [], "notes": []}}}),
+    "a record of the wrong shape": json.dumps({"type": "compaction", "messages": [
+        {"role": "user", "content": "s"}, {"role": "user", "content": "r"}],
+        "results": {"2": {"calls": [{"name": "read_file", "args": {}, "ok": True, "bytes": "many"}], "notes": []}}}),
+    "a message that is not one": json.dumps({"type": "compaction", "messages": [{"role": "user", "content": 5}],
+                                             "results": {}}),
+    "budget -5": json.dumps({"type": "budget", "tokens": -5}),
+    "budget true": json.dumps({"type": "budget", "tokens": True}),
+    "budget 3": json.dumps({"type": "budget", "tokens": 3}),
+    "a list": "[1, 2]",
+    "a message of no role": json.dumps({"type": "message", "message": {"role": "tool", "content": "x"}}),
+    "a message of no text": json.dumps({"type": "message", "message": {"role": "user", "content": ["x"]}}),
+}
+
+
+@pytest.mark.parametrize("line", BROKEN_LINES.values(), ids=BROKEN_LINES.keys())
+def test_a_line_that_cannot_be_used_is_one_warning_and_the_rest_loads(tmp_path, line):
+    session, path = recorded_session(tmp_path, 'tool: read_file({"path": "a.txt"})', "It says alpha.")
+    before = load(path)
+    n_lines = len(path.read_bytes().splitlines())
+    appended(path, line, json.dumps({"type": "message", "message": {"role": "user", "content": "next task"}}))
+    loaded = load(path)
+    assert loaded.messages == before.messages + [{"role": "user", "content": "next task"}]
+    assert loaded.results == before.results and loaded.context_tokens is None
+    assert len(loaded.warnings) == 1 and f"line {n_lines + 1} " in loaded.warnings[0], loaded.warnings
+    assert "skipped" in loaded.warnings[0] and len(loaded.warnings[0]) < 300
+
+
+def test_a_budget_line_that_cannot_be_used_leaves_the_sessions_tasks_working(tmp_path):
+    """Issue 27: a `budget` line of -5 or true made every later task fail."""
+    _, path = recorded_session(tmp_path, "Hello.")
+    appended(path, json.dumps({"type": "budget", "tokens": True}))
+    resumed = build_session(Config(model="m"), Model("Still here."), Workspace(tmp_path))
+    resumed.resume(load(path))
+    assert resumed.history.budget.tokens == 32_000
+    assert resumed.run("go on") == "Still here."
+
+
+def test_messages_read_back_carry_only_role_and_content(tmp_path):
+    _, path = recorded_session(tmp_path, "Hello.")
+    extra = {"role": "user", "content": "x", "tool_calls": [{"id": "1"}], "name": "admin", "reasoning_content": "r"}
+    appended(path, json.dumps({"type": "message", "message": extra}),
+             json.dumps({"type": "message", "message": {"role": "assistant", "content": "y", "audio": {"id": "a"}}}))
+    compacted = [{"role": "user", "content": "s", "cache_control": {"type": "ephemeral"}},
+                 {"role": "assistant", "content": "ok", "function_call": {"name": "f"}}]
+    loaded = load(path)
+    assert all(set(message) == {"role", "content"} for message in loaded.messages)
+    appended(path, json.dumps({"type": "compaction", "messages": compacted, "results": {}}))
+    assert load(path).messages == [{"role": "user", "content": "s"}, {"role": "assistant", "content": "ok"}]
+
+
+def test_a_lone_surrogate_never_makes_a_line_unreadable(tmp_path):
+    path = tmp_path / "t.jsonl"
+    transcript = Transcript.create(path, {"model": "m"})
+    transcript.write("message", message={"role": "user", "content": "task"})
+    transcript.write("message", message={"role": "assistant", "content": "a\ud800b"})
+    path.read_bytes().decode("utf-8")  # every byte of the file is UTF-8
+    loaded = load(path)
+    assert loaded.warnings == [] and loaded.messages[1] == {"role": "assistant", "content": "a\ufffdb"}

@@ -16,7 +16,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog="Settings come from, in order of precedence: these flags, the environment (OPENAI_API_KEY, "
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
                "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM, PLAINAGENT_FETCH, PLAINAGENT_FETCH_ALLOW, "
-               "PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK, PLAINAGENT_SANDBOX_WRITE), "
+               "PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK, PLAINAGENT_SANDBOX_WRITE, "
+               "PLAINAGENT_CONNECT_TIMEOUT, PLAINAGENT_FIRST_BYTE_TIMEOUT, PLAINAGENT_READ_TIMEOUT), "
                "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
                "agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 3 not done as asked (a write, command or "
@@ -34,6 +35,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="ask for whole replies instead of streamed ones (PLAINAGENT_STREAM=off)")
     parser.add_argument("--context-tokens", type=int, metavar="N",
                         help="most tokens one request may hold (default 32000)")
+    parser.add_argument("--connect-timeout", type=float, metavar="S",
+                        help="seconds to wait for the connection to the endpoint (default 10; "
+                             "PLAINAGENT_CONNECT_TIMEOUT)")
+    parser.add_argument("--first-byte-timeout", type=float, metavar="S",
+                        help="seconds to wait for a streamed reply's first byte, while the server loads the model and "
+                             "reads the prompt (default 120; PLAINAGENT_FIRST_BYTE_TIMEOUT)")
+    parser.add_argument("--read-timeout", type=float, metavar="S",
+                        help="the longest silence of a whole reply, or of a stream once it began (default 300; "
+                             "PLAINAGENT_READ_TIMEOUT)")
     parser.add_argument("--log", type=Path, metavar="FILE", help="the transcript file (default: a new one in "
                         "$XDG_STATE_HOME/plainagent/sessions)")
     parser.add_argument("--resume", nargs="?", const="", metavar="FILE",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -40,6 +41,11 @@ class Config:
     stop: list[str] = field(default_factory=lambda: ["\ntool_result("])  # PLAINAGENT_STOP: JSON list, or "off"
     stream: bool = True  # PLAINAGENT_STREAM (on/off), --no-stream: show replies as they are written
     context_tokens: int = 32_000  # PLAINAGENT_CONTEXT_TOKENS: the most one request may hold, estimated in tokens
+    # The waits, in seconds (client.py): connecting; a streamed reply's first byte (the server loads the model and
+    # reads the prompt meanwhile); the longest silence of a whole reply, and of a stream once it began.
+    connect_timeout: float = 10.0  # PLAINAGENT_CONNECT_TIMEOUT, --connect-timeout
+    first_byte_timeout: float = 120.0  # PLAINAGENT_FIRST_BYTE_TIMEOUT, --first-byte-timeout
+    read_timeout: float = 300.0  # PLAINAGENT_READ_TIMEOUT, --read-timeout
     log: Path | None = None  # --log: the transcript file (default: a new one in the state directory)
     resume: str | None = None  # --resume: "" for this workspace's latest session, or a transcript file
     workspace: Path = Path(".")  # -C: the directory the tools may touch
@@ -55,6 +61,12 @@ class Config:
     sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
     notes: list[str] = field(default_factory=list)  # lines for the banner: what became of a project's .env
 
+    def waits(self) -> dict[str, float]:
+        """The waits, as the client takes them: {"connect_timeout": 10.0, ...}, and the deadline of one whole
+        request (the client's 600 s), never shorter than a wait the user set."""
+        return {name: getattr(self, name) for name in WAITS} | {
+            "deadline": max(600.0, self.first_byte_timeout + self.read_timeout)}
+
 
 class ConfigError(Exception):
     """The settings are unusable; the message names the variable and where to set it."""
@@ -65,7 +77,10 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
-            "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE"}
+            "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE",
+            "connect_timeout": "PLAINAGENT_CONNECT_TIMEOUT", "first_byte_timeout": "PLAINAGENT_FIRST_BYTE_TIMEOUT",
+            "read_timeout": "PLAINAGENT_READ_TIMEOUT"}
+WAITS = ("connect_timeout", "first_byte_timeout", "read_timeout")  # each with a flag of its name: --read-timeout
 MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
 
 ALLOW_QUESTION = "Use these settings? (remembered until the file changes) [y]es / [n]o: "
@@ -156,8 +171,8 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
         if variable in settings:
             value = parse_setting(name, variable, settings[variable])
             setattr(config, name, Secret(value) if name == "api_key" else value)
-    for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume"):
-        if getattr(args, name) is not None:
+    for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume", *WAITS):
+        if getattr(args, name, None) is not None:
             setattr(config, name, getattr(args, name))
     if args.base_url is not None:
         config.sources["OPENAI_BASE_URL"] = "--base-url"
@@ -197,6 +212,8 @@ def hide_keys(text: str, keys: list[str]) -> str:
 
 def parse_setting(name: str, variable: str, value: str):
     try:
+        if name in WAITS:
+            return parse_wait(variable, value)
         if name in ("max_steps", "context_tokens"):
             least = 1 if name == "max_steps" else MIN_CONTEXT_TOKENS
             if int(value) < least:
@@ -237,6 +254,17 @@ def parse_setting(name: str, variable: str, value: str):
     return value.strip()
 
 
+def parse_wait(variable: str, value: str) -> float:
+    """A wait in seconds: more than 0 (0 would be no wait at all), and finite (inf would be no limit)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ConfigError(f"{variable}={value!r}: give a number of seconds, more than 0 (e.g. {variable}=30).")
+    return seconds
+
+
 # Keys as the examples write them (.env.example, providers' docs): sent as they are, they only earn a 401.
 PLACEHOLDER_KEY = re.compile(r"(?i).*(\.\.\.|…)|(sk-)?(your[-_ ]?(api[-_ ]?)?key.*|<.*>|\[.*\]|changeme|xxx+)")
 
@@ -257,6 +285,8 @@ def check_config(config: Config) -> None:
     key_problem(config.api_key.value, where)
     if config.max_steps < 1:
         raise ConfigError("--max-steps must be at least 1.")
+    for name in WAITS:
+        parse_wait(f"--{name.replace('_', '-')}", str(getattr(config, name)))
     if config.context_tokens < MIN_CONTEXT_TOKENS:
         raise ConfigError(f"--context-tokens must be at least {MIN_CONTEXT_TOKENS} (the system prompt alone takes "
                           "about 1,000).")

@@ -1,5 +1,5 @@
 """What the user sees: the session's first lines (the endpoint, the workspace, the mode, what commands may touch),
-the model's reply as it streams in, a spinner until its first byte, and the activity log.
+the model's reply as it streams in, a spinner until its first byte (saying what it waits for), and the activity log.
 
 The text goes where the answer goes when that is a terminal (stdout); when stdout is a pipe, it must carry
 exactly the final answer, so the live text goes to stderr instead and logs of unattended runs show progress.
@@ -17,6 +17,7 @@ the next piece.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import threading
 import time
@@ -82,7 +83,12 @@ class LiveReply:
 
     def show(self, kind: str, text: str) -> None:
         """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
-        again after a cut stream (what was shown is discarded: the next attempt starts on a line of its own)."""
+        again after a cut stream (what was shown is discarded: the next attempt starts on a line of its own);
+        "waiting" with what the request waits for, which the spinner says."""
+        if kind == "waiting":
+            if self.spinner:
+                self.spinner.label = escape(text)  # the host is the user's setting, but a line is a line
+            return
         if self.spinner:
             self.spinner.stop()
         if kind == "restart":
@@ -219,12 +225,14 @@ def make_room() -> None:
 
 
 class Spinner:
-    """A spinner with the seconds waited, on its own line of stderr, until the reply's first byte."""
+    """A spinner with the seconds waited, on its own line of stderr, until the reply's first byte, and what it
+    waits for: `⠋ 3 s  waiting for the first byte from localhost:8080 (up to 120 s)`."""
 
     def __init__(self, output: TextIO, interval: float = 0.1, delay: float = 0.3):
         self.output = output
         self.interval = interval
         self.delay = delay  # before the first frame: no flicker for a quick answer
+        self.label = ""  # what is waited for, as the client says it; read at each frame
         self.thread: threading.Thread | None = None
         self.stopped = threading.Event()
         encoding = (getattr(output, "encoding", None) or "").lower().replace("-", "")
@@ -232,19 +240,24 @@ class Spinner:
 
     def start(self) -> None:
         self.stop()
+        self.label = ""
         self.stopped.clear()
         self.thread = threading.Thread(target=self.spin, daemon=True)
         self.thread.start()
 
     def spin(self) -> None:
-        started, n_frames = time.monotonic(), 0
+        started, n_frames, width = time.monotonic(), 0, 0
         while not self.stopped.wait(self.interval if n_frames else self.delay):
             frame = self.frames[n_frames % len(self.frames)]
-            self.output.write(f"\r{frame} {time.monotonic() - started:.0f} s")
+            line = f"{frame} {time.monotonic() - started:.0f} s  {self.label}".rstrip()
+            # One line, never wrapped, with room for the "^C" a terminal echoes after it: a "\r" returns to the start
+            # of the last row only, and a wrapped line would stay on the screen.
+            line = line[:shutil.get_terminal_size().columns - 3]
+            self.output.write("\r" + line.ljust(width))  # over a longer line before it, if the label changed
             self.output.flush()
-            n_frames += 1
-        if n_frames:
-            self.output.write("\r" + " " * 12 + "\r")
+            n_frames, width = n_frames + 1, max(width, len(line))
+        if n_frames:  # the line, and a "^C" the terminal may have echoed after it
+            self.output.write("\r" + " " * (width + 2) + "\r")
             self.output.flush()
 
     def stop(self) -> None:

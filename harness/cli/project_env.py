@@ -14,6 +14,7 @@ its content in the state directory, so a changed file is asked about again — a
   PLAINAGENT_DENY   added to your rules, never replacing them
   PLAINAGENT_MAX_STEPS, PLAINAGENT_CONTEXT_TOKENS   no higher than yours (as given with its own endpoint)
   PLAINAGENT_STOP, PLAINAGENT_STREAM   as given, below the environment
+  PLAINAGENT_*_TIMEOUT   no longer than yours (as given with its own endpoint): it may give up sooner, not hold you
   PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK   only on and off respectively: the kernel boundary around
                     commands may be asked for, and their network turned off, never the other way
   PLAINAGENT_FETCH_ALLOW, PLAINAGENT_SANDBOX_WRITE   never: what they grant is yours alone to grant
@@ -47,6 +48,10 @@ TIGHTEN_ONLY = {"PLAINAGENT_SANDBOX": "on", "PLAINAGENT_SANDBOX_NETWORK": "off"}
 NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE")  # settings only the user may give: they let more through
 LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
 DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
+# How long plainagent waits on the endpoint, in seconds (config.py's defaults): a project's may only be shorter.
+DEFAULT_WAITS = {"PLAINAGENT_CONNECT_TIMEOUT": 10.0, "PLAINAGENT_FIRST_BYTE_TIMEOUT": 120.0,
+                 "PLAINAGENT_READ_TIMEOUT": 300.0}
+WAITS = tuple(DEFAULT_WAITS)
 MAX_BYTES = 1_000_000  # a .env is a few lines; a bigger file is no .env (and would be read into memory)
 ASKS = {"yes": 0, "edits": 1, "ask": 2, "read-only": 3}  # how much each mode asks, least first
 
@@ -117,6 +122,17 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
             verdicts[variable] = f"not used: it is more than yours, {yours:,} (you pay for them)"
         else:
             used[variable] = usable[variable]
+    # The waits (how long plainagent waits on the endpoint): a project may make one shorter, never longer. A
+    # shorter wait gives up sooner, which costs at most a failed request that names the setting and the file; a
+    # longer one would hold your session on a dead server past the wait you chose. With its own endpoint (a slow
+    # local model, say), its waits go with it, as its limits do.
+    for variable in WAITS:
+        if variable in usable and variable not in environment:
+            yours = as_seconds(own.get(variable, "")) or DEFAULT_WAITS[variable]
+            if BASE_URL in used or float(usable[variable]) <= yours:
+                used[variable] = usable[variable]
+            else:
+                verdicts[variable] = f"not used: it waits longer than you do ({yours:g} s)"
     for variable in NEVER:  # hosts fetched unasked, folders commands may write in: never a project's to grant
         if variable in usable:
             verdicts[variable] = "not used: a project's .env may make plainagent ask more, never less"
@@ -162,6 +178,13 @@ def as_switch(text: str) -> bool | None:
     """An on/off setting's value: True, False, or None for neither."""
     value = text.strip().lower()
     return True if value in ("on", "1", "true", "yes") else False if value in ("off", "0", "false", "no") else None
+
+
+def as_seconds(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def as_number(text: str) -> int | None:

@@ -1,9 +1,11 @@
-"""The token budget: how large a request is, estimated before it goes out, and what a server's refusal for
-length says about its window.
+"""The token budget: how large a request is, estimated before it goes out, the room kept for the reply, and
+what a server's refusal for length, or a reply cut off where the window ended, says about its window.
 
 The estimate is the UTF-8 size of the messages (characters / 4 would count Chinese or Japanese at a quarter of
-their size), calibrated with the `usage.prompt_tokens` the server reports, unless the count looks like that of
-a prompt the server cut. `context.py` keeps the history inside this budget.
+their size), calibrated with the `usage.prompt_tokens` the server reports (or the prompt size its refusal
+states), unless the count looks like that of a prompt the server cut. The window holds the request and the reply
+together: a request never takes the room the longest reply so far took (`most`). `context.py` keeps the history
+inside this budget.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import re
 from harness.model.replies import ChatError
 
 COMPACT_AT = 0.75  # share of the budget a request may reach; the rest is left for the model's reply
+ANSWER_SHARE = 0.1  # share of the budget always kept for the reply, over the model's own words too...
+MOST_ANSWER_SHARE = 0.5  # ...and the most the room learnt from long (or cut) replies may take of it
+SHORT_ANSWER = 64  # tokens: a reply cut off this short met the window's end; no server's output limit is so low
 BYTES_PER_TOKEN = 3.0  # before the server says: English runs ~4 bytes a token, code ~3, CJK ~2-3 (3 bytes a char)
 MESSAGE_OVERHEAD = 12  # bytes counted for each message's role and the chat template's markers (~4 tokens)
 TRUNCATION_BYTES_PER_TOKEN = 6  # no tokenizer packs a whole prompt tighter: a server reporting fewer tokens cut it
@@ -31,6 +36,9 @@ STATED_LIMIT = re.compile(
     r"maximum context length is ([\d,]+)|context (?:size|window|length) (?:is |of )?(?:only )?\(?([\d,]+)"
     r"|maximum model length (?:is |of )?([\d,]+)|> ?([\d,]+) maximum|([\d,]+) maximum context length"
     r"|maximum number of tokens allowed \(([\d,]+)\)|limit of ([\d,]+) tokens", re.IGNORECASE)
+# Where they state the size of the refused prompt: "resulted in 9000 tokens" (OpenAI), "(4484 in the messages"
+# (llama-cpp-python); llama.cpp's server gives it as a field, n_prompt_tokens.
+STATED_PROMPT = re.compile(r"messages resulted in ([\d,]+) tokens|\(([\d,]+) in the messages", re.IGNORECASE)
 
 
 
@@ -42,6 +50,20 @@ class Budget:
         self.bytes_per_token = BYTES_PER_TOKEN
         self.warned_truncation = False
         self.last_count: tuple[int, int] | None = None  # (bytes sent, prompt_tokens reported) of the last request
+        self.answer_room = 0  # tokens the longest reply took (or, cut off, needed), learnt: kept free for the next
+
+    def most(self) -> int:
+        """The most tokens a request may hold: the budget less the room kept for the reply."""
+        share = min(max(ANSWER_SHARE * self.tokens, self.answer_room), MOST_ANSWER_SHARE * self.tokens)
+        return int(self.tokens - share)
+
+    def compact_share(self) -> float:
+        """The share of the budget past which a request is compacted: COMPACT_AT, or less when replies need more."""
+        return min(COMPACT_AT, self.most() / self.tokens)
+
+    def answered(self, tokens: int) -> None:
+        """Learn the room a reply takes: `tokens`, the server's count of one (or our estimate)."""
+        self.answer_room = max(self.answer_room, tokens)
 
     def estimate(self, messages: list[dict]) -> int:
         return round(size_in_bytes(messages) / self.bytes_per_token)
@@ -76,12 +98,51 @@ class Budget:
                 "see the whole conversation. Raise the server's context window (Ollama: OLLAMA_CONTEXT_LENGTH) "
                 f"and set --context-tokens to match, or set --context-tokens below {tokens:,}.")
 
-    def refused(self, messages: list[dict], limit: int | None) -> None:
-        """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit."""
+    def refused(self, messages: list[dict], limit: int | None, counted: int | None = None) -> None:
+        """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit; the
+        server counted them as `counted` tokens, if it said (then that is this server's bytes per token)."""
         sent = self.estimate(messages)
         self.tokens = min(self.tokens, limit or sent)
-        if sent <= COMPACT_AT * self.tokens:  # we thought it fitted: this server's tokens are smaller than ours
+        per_token = size_in_bytes(messages) / counted if counted else 0
+        if 1.0 <= per_token <= TRUNCATION_BYTES_PER_TOKEN:
+            self.bytes_per_token = per_token
+        elif sent <= COMPACT_AT * self.tokens:  # we thought it fitted: this server's tokens are smaller than ours
             self.bytes_per_token *= 0.9 * sent / self.tokens
+
+    def window_full(self, messages: list[dict], reply_tokens: int, usage: dict) -> bool:
+        """Whether a reply cut off (finish_reason "length") met the end of the context window: the request and
+        the reply filled the window as far as we know it, or the reply was cut after a few words. plainagent
+        asks for no output limit, so a cut is a server's own limit or the window's end; the first is never that
+        short, nor reached by a reply that found the prompt far below the window. `reply_tokens` is our estimate
+        of the reply; `usage` what the server counted, if anything."""
+        prompt, answer = counted(usage) or (self.estimate(messages), reply_tokens)
+        return prompt + answer >= COMPACT_AT * self.tokens or answer < SHORT_ANSWER
+
+    def learn_window(self, messages: list[dict], reply_tokens: int, usage: dict) -> None:
+        """Learn from a reply cut off at the window's end: the request and the reply filled the window, so the
+        window is their size (the server's count), or our estimate counted too few tokens; and the reply needs
+        more room than it got, twice as much (at most MOST_ANSWER_SHARE of the budget)."""
+        if reported := counted(usage):
+            prompt, answer = reported
+            self.tokens = min(self.tokens, max(prompt + answer, MIN_REAL_WINDOW))
+        else:
+            answer, total = reply_tokens, self.estimate(messages) + reply_tokens
+            if COMPACT_AT * self.tokens <= total < self.tokens:  # the window is the budget; the estimate fell short
+                self.bytes_per_token = max(self.bytes_per_token * total / self.tokens, 1.0)
+                answer = round(answer * self.tokens / total)
+            else:  # a window smaller than the budget: the request and the reply are all we know of it
+                self.tokens = min(self.tokens, max(total, MIN_REAL_WINDOW))
+        self.answer_room = max(self.answer_room, 2 * answer, SHORT_ANSWER)
+
+
+def counted(usage) -> tuple[int, int] | None:
+    """(prompt, completion) tokens as the server counted them, when it did: a prompt of 0 is a placeholder (some
+    proxies send one), no count."""
+    usage = usage if isinstance(usage, dict) else {}
+    prompt, answer = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if isinstance(prompt, int) and isinstance(answer, int) and prompt > 0 and answer >= 0:
+        return prompt, answer
+    return None
 
 
 def size_in_bytes(messages: list[dict]) -> int:
@@ -100,6 +161,18 @@ def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     number = next((group for group in match.groups() if group), None) if match else None
     digits = number.replace(",", "") if number else ""  # "is , tokens" from a broken template: no number at all
     return True, stated or (int(digits) if digits.isdigit() and int(digits) > 0 else None)
+
+
+def stated_prompt(error: ChatError) -> int | None:
+    """The size of the refused prompt in the server's tokens, if the refusal states it."""
+    body = getattr(error, "body", None)
+    fields = body.get("error") if isinstance(body, dict) else None
+    n_prompt = fields.get("n_prompt_tokens") if isinstance(fields, dict) else None
+    if isinstance(n_prompt, int) and not isinstance(n_prompt, bool) and n_prompt > 0:
+        return n_prompt
+    match = STATED_PROMPT.search(getattr(error, "detail", "") or str(error))
+    digits = next((group for group in match.groups() if group), "").replace(",", "") if match else ""
+    return int(digits) if digits.isdigit() and int(digits) > 0 else None
 
 
 def stated_window(body) -> int | None:

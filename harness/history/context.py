@@ -4,16 +4,18 @@ Every request resends the whole history, so without a budget a session soon pass
 every request after that fails. `SessionHistory` has the bare history's `messages`, `add` and `add_results`
 (agent.py `History`), records every message in the transcript as it is added (so --resume can carry on), and:
   - estimates each request's size in tokens before it goes out (`budget.py`: UTF-8 bytes, calibrated with
-    the server's `usage.prompt_tokens`);
+    the server's `usage.prompt_tokens`, or the prompt size a refusal states), and keeps room for the reply:
+    a tenth of the budget, more once longer replies were seen (`Budget.most`);
   - cuts one reply's results to RESULTS_SHARE of what the system prompt leaves, keeping head and tail;
-  - once a request would pass COMPACT_AT of the budget, compacts, stopping as soon as the history fits:
+  - once a request would pass COMPACT_AT of the budget (less, when the reply needs more room), compacts,
+    stopping as soon as the history fits:
       1. older tool results become one-line stubs (the tool, its arguments, the size, how to get it again);
          the latest results stay whole;
       2. if that is not enough, the older turns become one summary, written by one model call with its own
          short prompt (cut to SUMMARY_SHARE of the budget); the recent turns stay verbatim;
       3. if it is still past COMPACT_AT, the current task's results are cut further, newest first (or
          stubbed with a note to ask for less), as far as they go: what is left past COMPACT_AT is the model's
-         own words and the task's, kept whole; a request estimated past the whole budget is not sent;
+         own words and the task's, kept whole; a request that leaves the reply no room is not sent;
     a compaction that would not shrink the history is dropped;
     the system prompt and the current task's message are never changed, and the model's own words are kept
     over tool output. Between compactions the history is only appended to, so providers' prompt caches
@@ -21,8 +23,10 @@ every request after that fails. `SessionHistory` has the bare history's `message
   - takes a server's refusal for length (a 400 saying "maximum context length", ...) as news about the
     window: lowers the budget to the limit the message states, cuts the current results to the new share,
     compacts, and sends the same turn again;
+  - takes a reply cut off where the window ended (finish_reason "length", the window full) the same way: the
+    window or the estimate corrected, more room kept for the reply, compacted, the turn asked again;
   - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
-`fit` and `refused` are called around each request by the model's armour (model/model.py). Nothing here talks
+`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/model.py). Nothing here talks
 to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
@@ -34,7 +38,7 @@ from typing import Protocol
 
 from harness.common.redaction import Secret
 from harness.common.words import count
-from harness.history.budget import COMPACT_AT, Budget, window_refusal
+from harness.history.budget import Budget, size_in_bytes, stated_prompt, window_refusal
 from harness.history.compaction import (
     COMPACT_TO,
     SUMMARY_PROMPT,
@@ -160,15 +164,36 @@ class SessionHistory:
         self.fit()
         return True
 
+    def cut_off(self, reply: Reply, last: bool = False) -> bool:
+        """After a reply cut off (finish_reason "length"): True if it met the end of the context window, now
+        learnt (the window, or how far our estimate fell short, and the room a reply needs) and the history
+        fitted to it, so the same turn can be asked again; the reply is marked `window_full` either way. False
+        for a reply cut at the server's own output limit, and on the `last` try (the task ends, saying which)."""
+        tokens = reply_tokens(reply, self.budget.bytes_per_token)
+        if not self.budget.window_full(self.messages, tokens, reply.usage):
+            return False
+        reply.window_full = True
+        if last:
+            return False
+        self.budget.learn_window(self.messages, tokens, reply.usage)
+        self.log(f"The reply was cut off: the context window is full (the request and the reply filled it), so what "
+                 f"came of the reply is discarded; the context budget is now {self.budget.tokens:,} tokens, "
+                 f"{self.budget.most():,} of them for the request. Compacting and asking again.")
+        self.transcript.write("budget", tokens=self.budget.tokens, reason="a reply cut off at the window's end")
+        self.fit()
+        return True
+
     def answered(self, reply: Reply, seconds: float) -> None:
         """After a request that was answered: record it, and learn the server's bytes per token from it."""
         self.transcript.write("request", usage=reply.usage, seconds=round(seconds, 3),
                               estimate=self.budget.estimate(self.messages))
         if warning := self.budget.calibrate(self.messages, reply.usage):
             self.log(f"plainagent: {warning}")
+        if reply.finish_reason != "length":  # a cut reply says nothing of the room it would have taken
+            self.budget.answered(reply_tokens(reply, self.budget.bytes_per_token))
 
     def lower_budget(self, error: ChatError, limit: int | None) -> None:
-        self.budget.refused(self.messages, limit)
+        self.budget.refused(self.messages, limit, stated_prompt(error))
         window = f" of {limit:,} tokens" if limit else ""
         self.log(f"The server refused the request as too long for the model's context window{window}; "
                  f"the context budget is now {self.budget.tokens:,} tokens. Compacting and sending it again.")
@@ -176,19 +201,22 @@ class SessionHistory:
         self.cut_current_results(lambda index, size: self.results_room())  # they were sized for the old budget
 
     def fit_request(self) -> None:
-        """Never send a request estimated past COMPACT_AT of the budget: after compaction (which leaves the
-        current task's latest results whole) cut those results further, newest first; a task too large on its
-        own is a failure with its own advice."""
-        def excess() -> float:  # bytes past COMPACT_AT of the budget
-            return (self.budget.estimate(self.messages) - COMPACT_AT * self.budget.tokens) * self.budget.bytes_per_token
+        """Never send a request estimated past the compaction share of the budget: after compaction (which leaves
+        the current task's latest results whole) cut those results further, newest first; a task too large on its
+        own is a failure with its own advice. What is left past that share (the model's own words) may stay, as
+        long as the room kept for the reply stays free (`Budget.most`)."""
+        def excess() -> float:  # bytes past the compaction share of the budget
+            return ((self.budget.estimate(self.messages) - self.budget.compact_share() * self.budget.tokens)
+                    * self.budget.bytes_per_token)
 
         if excess() > 0:
             self.cut_current_results(lambda index, size: int(size - excess()) if excess() > 0 else size)
-        if self.budget.estimate(self.messages) > self.budget.tokens:
-            self.check_task_fits(self.budget.tokens)
+        if self.budget.estimate(self.messages) > self.budget.most():
+            self.check_task_fits(self.budget.most())
             raise ChatError(f"the history is about {self.budget.estimate(self.messages):,} tokens and cannot be "
-                            f"compacted below the context budget of {self.budget.tokens:,}; start a new session, or "
-                            "raise --context-tokens if the model's window allows.")
+                            f"compacted below {self.budget.most():,}, the context budget of {self.budget.tokens:,} "
+                            "less the room kept for the reply; start a new session, or raise --context-tokens if "
+                            "the model's window allows.")
 
     def check_task_fits(self, window: int) -> None:
         """A ChatError with the right advice when the system prompt and the task alone pass `window` tokens:
@@ -198,14 +226,15 @@ class SessionHistory:
         if task is None or self.budget.estimate([self.messages[0], self.messages[task]]) <= window:
             return
         system, asked = (self.budget.estimate([message]) for message in (self.messages[0], self.messages[task]))
+        room = f"the context budget of {window:,}" if window >= self.budget.tokens else \
+            f"the {window:,} a request may hold (the context budget of {self.budget.tokens:,} less room for the reply)"
         if asked > system:
             also = "" if asked > window else f" and the system prompt about {system:,}"
-            raise ChatError(f"the task itself is about {asked:,} tokens{also}, more than the context budget of "
-                            f"{window:,}: shorten {'it' if asked > window else 'the task'}, or put it in a file and "
-                            "ask to read that file.")
+            raise ChatError(f"the task itself is about {asked:,} tokens{also}, more than {room}: shorten "
+                            f"{'it' if asked > window else 'the task'}, or put it in a file and ask to read that file.")
         also = "" if system > window else f" and the task about {asked:,}"
-        raise ChatError(f"the system prompt is about {system:,} tokens{also}, more than the context budget of "
-                        f"{window:,}: the tools' descriptions and any AGENTS.md instructions go with every request. "
+        raise ChatError(f"the system prompt is about {system:,} tokens{also}, more than {room}: the tools' "
+                        "descriptions and any AGENTS.md instructions go with every request. "
                         "Shorten AGENTS.md, or give the model a larger window (--context-tokens, and a local "
                         "server's own context size).")
 
@@ -236,7 +265,7 @@ class SessionHistory:
         """Compact when the next request would pass COMPACT_AT of the budget (or when forced, as far as
         it goes); returns the line saying what was done, which is also logged, or None."""
         before = self.budget.estimate(self.messages)
-        if not force and before <= COMPACT_AT * self.budget.tokens:
+        if not force and before <= self.budget.compact_share() * self.budget.tokens:
             return None
         goal = 0.0 if force else COMPACT_TO
         messages, results = list(self.messages), {index: dict(record) for index, record in self.results.items()}
@@ -246,7 +275,8 @@ class SessionHistory:
                         else f"{n_stubbed:,} older tool results replaced by stubs")
         if not self.budget.fits(messages, goal):
             # A summary costs a model call: below the trigger it must at least free SUMMARY_WORTH of the budget.
-            worth = 0 if force or not self.budget.fits(messages, COMPACT_AT) else SUMMARY_WORTH * self.budget.tokens
+            share = self.budget.compact_share()
+            worth = 0 if force or not self.budget.fits(messages, share) else SUMMARY_WORTH * self.budget.tokens
             summarized = summarize_older(messages, results, self.budget, self.summarize, worth, before_task=force)
             if summarized:
                 messages, results, n_replaced = summarized
@@ -287,6 +317,14 @@ class SessionHistory:
             summary = (summary.encode("utf-8", errors="surrogatepass")[:most].decode("utf-8", errors="ignore")
                        + " [… the rest of the summary was cut]")
         return summary or f"(The summary came back empty.) The replaced turns ended:\n…{text[-1500:]}"
+
+
+def reply_tokens(reply: Reply, bytes_per_token: float) -> int:
+    """The tokens a reply took: the server's count, or our estimate of its text and reasoning."""
+    counted = reply.usage.get("completion_tokens") if isinstance(reply.usage, dict) else None
+    if isinstance(counted, int) and counted >= 0:
+        return counted
+    return round(size_in_bytes([{"content": reply.text + reply.reasoning}]) / bytes_per_token)
 
 
 def render_fitted(results: list[Result], notes: list[str], room: int) -> str:

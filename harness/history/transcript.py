@@ -35,6 +35,8 @@ from pathlib import Path
 from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
 from harness.common.redaction import Secret, is_secret_key, redact
+from harness.history.budget import MIN_REAL_WINDOW
+from harness.history.readback import is_count, is_message, read_compaction, read_record, sent_part, unreadable
 from harness.sandbox.permissions import MODES, describe_mode
 
 try:
@@ -43,7 +45,6 @@ except ImportError:  # Windows: sessions are not locked
     fcntl = None
 
 VERSION = "0.1"  # the program's version, as the first line of every transcript records it
-ROLES = ("system", "user", "assistant")
 
 
 class TranscriptError(Exception):
@@ -218,13 +219,18 @@ class Transcript:
         """Append one line; a failing disk is said once, and the session goes on unrecorded."""
         if self.fd is None:
             return
-        line = json.dumps({"type": kind, **fields}, ensure_ascii=False)
+        record = {"type": kind, **fields}
+        try:
+            line = json.dumps(record, ensure_ascii=False)
+            line.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: as UTF-8 it would make the line unreadable; escaped, it reads
+            line = json.dumps(record)
         # The key is never sent to the model, but a pasted task or an echoed error might hold it. Redacted by the rule
         # tool results follow, so a resumed session reads back what the model saw: a short "ollama" stays as typed.
         if is_secret_key(self.secret.value):
-            spelt = json.dumps(self.secret.value, ensure_ascii=False)[1:-1]  # as the line spells it
+            spelt = json.dumps(self.secret.value, ensure_ascii=False)[1:-1]  # as the line spells it (ASCII: a header's)
             line = redact(line, spelt)
-        data = (line + "\n").encode("utf-8", errors="surrogatepass")
+        data = (line + "\n").encode("utf-8")
         try:
             while data:  # one write() nearly always; a partial one is finished, not dropped
                 data = data[os.write(self.fd, data):]
@@ -306,23 +312,33 @@ def load(path: Path) -> Loaded:
             following = next((line for line in lines[number:] if line.strip()), None)
             if raw.strip() and not is_resumed(following):  # a line a later run took over after has been said
                 where = f"line {number}" if following else "the last line"
-                loaded.warnings.append(f"{path}: {where} is incomplete (the session ended while writing it); "
-                                       "skipped.")
+                loaded.warnings.append(f"{path}: {where} {unreadable(raw)}; skipped.")
             continue
+        # A file the user can edit, or one written by another program, is data: a line that cannot be used is
+        # one warning and skipped, never a traceback, and never a value that makes every later task fail.
         kind = entry.get("type")
-        if kind == "message" and is_message(entry.get("message")) and entry["message"]["role"] != "system":
-            messages.append(entry["message"])
-            if isinstance(entry.get("results"), dict):
-                results[len(messages) - 1] = entry["results"]
-        elif kind == "compaction" and isinstance(entry.get("messages"), list):
-            messages = [m for m in entry["messages"] if is_message(m)]
-            # What compaction knows of the calls, by message index: what cannot be read of it is left out (a
-            # hand-edited or foreign line), never a reason for a traceback.
-            given = entry.get("results") if isinstance(entry.get("results"), dict) else {}
-            results = {int(index): record for index, record in given.items()
-                       if str(index).isdigit() and isinstance(record, dict)}
-        elif kind == "budget" and isinstance(entry.get("tokens"), int):
-            loaded.context_tokens = entry["tokens"]
+        if kind == "message" and not is_message(entry.get("message")):
+            loaded.warnings.append(f"{path}: line {number} holds a message that cannot be read back; skipped.")
+        elif kind == "message" and entry["message"]["role"] != "system":  # the system prompt is this run's
+            messages.append(sent_part(entry["message"]))
+            if "results" in entry and (record := read_record(entry["results"])) is None:
+                loaded.warnings.append(f"{path}: line {number}: the calls behind its tool results cannot be read; "
+                                       "the results are kept without them.")
+            elif "results" in entry:
+                results[len(messages) - 1] = record
+        elif kind == "compaction":
+            if (compacted := read_compaction(entry)) is None:
+                loaded.warnings.append(f"{path}: line {number} records a compaction that cannot be read; skipped "
+                                       "(the history goes on from before it).")
+                continue
+            messages, results = compacted
+        elif kind == "budget":
+            tokens = entry.get("tokens")
+            if not is_count(tokens) or tokens < MIN_REAL_WINDOW:
+                loaded.warnings.append(f"{path}: line {number} sets the context budget to "
+                                       f"{json.dumps(tokens)[:40]}, which no model's window is; skipped.")
+                continue
+            loaded.context_tokens = tokens
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
             loaded.mode, loaded.switched = entry["mode"], kind == "mode"
     loaded.messages, loaded.results = without_system(messages, results)
@@ -338,14 +354,9 @@ def is_resumed(raw: bytes | None) -> bool:
 def parse_line(raw: bytes) -> dict | None:
     try:
         entry = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: "[[[[…" nested past Python's stack
         return None
     return entry if isinstance(entry, dict) else None
-
-
-def is_message(message) -> bool:
-    return (isinstance(message, dict) and message.get("role") in ROLES
-            and isinstance(message.get("content"), str))
 
 
 def without_system(messages: list[dict], results: dict[int, dict]) -> tuple[list[dict], dict[int, dict]]:

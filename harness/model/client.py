@@ -29,6 +29,7 @@ from harness.model.replies import (
     is_quota_exhausted,
     one_line,
     parse_completion,
+    repaired,
     retry_after,
     server_message,
     token_counts,
@@ -68,7 +69,11 @@ class Client:
         model: str,
         *,
         connect_timeout: float = 10.0,  # seconds to open the connection
-        read_timeout: float = 300.0,  # seconds of silence allowed while waiting for bytes
+        # Seconds a streamed reply may take to send its first byte: the server loads the model and reads the prompt
+        # meanwhile (a local one on a CPU: a minute, for a long one), and says nothing; a server silent for longer
+        # most likely is gone. Shorter than a whole reply's wait, which covers the writing of it too.
+        first_byte_timeout: float = 120.0,
+        read_timeout: float = 300.0,  # seconds of silence allowed for a whole reply, and in a stream once it began
         deadline: float = 600.0,  # seconds for one whole request, body included
         max_body: int = 32 * 2**20,  # bytes of (decoded) body we accept; a completion is far smaller
         max_retries: int = 3,  # further attempts after the first, on retryable failures only
@@ -87,6 +92,7 @@ class Client:
         self.base_url = base_url
         self.model = model  # /model changes it between requests
         self.timeout = (connect_timeout, read_timeout)
+        self.first_byte_timeout = first_byte_timeout
         self.deadline = deadline
         self.max_body = max_body
         self.max_retries = max_retries
@@ -112,7 +118,8 @@ class Client:
         """Send the conversation, return the assistant's reply, or raise ChatError with one clear line.
 
         When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning", and
-        ("restart", "") before the request is sent again after a failed attempt.
+        ("restart", "") before the request is sent again after a failed attempt; before each attempt ("waiting",
+        what it waits for: 'waiting for the first byte from localhost:8080 (up to 120 s)').
         """
         body: dict = {"model": self.model, "messages": messages, **self.parameters(self.model)}
         try:
@@ -203,13 +210,16 @@ class Client:
         A streamed reply is read event by event as it arrives, and left on the response as `streamed`.
         """
         give_up_at = time.monotonic() + self.deadline
+        wait = self.first_byte_timeout if body.get("stream") else self.timeout[1]
+        if on_delta:  # the spinner's line says what it waits for
+            on_delta("waiting", self.waiting_for(body))
         try:
             # No redirects: requests would follow a 301/302 as a GET without the body, and a provider moving
             # its API is news for the user's OPENAI_BASE_URL, not something to follow in silence.
-            response = self.session.post(self.endpoint, json=body, timeout=self.timeout, stream=True,
+            response = self.session.post(self.endpoint, json=body, timeout=(self.timeout[0], wait), stream=True,
                                          allow_redirects=False)
         except requests.ReadTimeout:  # requests' own words name the connection pool, not the wait
-            raise requests.ReadTimeout(f"no answer within {self.timeout[1]:g} s") from None
+            raise requests.ReadTimeout(self.silence(body, began=False)) from None
         # Hand requests the body we read, then return the connection to the pool for the next call.
         try:
             content_type = response.headers.get("Content-Type", "").lower()
@@ -217,7 +227,7 @@ class Client:
                 response.streamed = self._read_stream(response, give_up_at, on_delta)
                 response._content = b""
             else:  # an error, or a server that answers a request to stream with the whole reply at once
-                response._content = b"".join(self._read_body(response, give_up_at))
+                response._content = b"".join(self._read_body(response, give_up_at, body))
         finally:
             response.close()
         response._content_consumed = True
@@ -226,7 +236,7 @@ class Client:
     def _read_stream(self, response: requests.Response, give_up_at: float,
                      on_delta: Callable[[str, str], None] | None) -> Reply:
         """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
-        chunks = self._read_body(response, give_up_at)
+        chunks = self._read_body(response, give_up_at, {"stream": True})
         first = FirstEvent()  # a stream that ends before its first event is asked again without streaming
         finished = threading.Event()
         grace = threading.Timer(self.stream_grace, shut_down, [response.raw])  # once the reply is whole
@@ -274,12 +284,14 @@ class Client:
         finally:
             grace.cancel()  # the connection goes back to the pool for the next request: leave it be
             chunks.close()  # ends _read_body, and with it the deadline timer
-        return Reply(text="".join(streamed.text), finish_reason=streamed.finish_reason,
+        return Reply(text=repaired("".join(streamed.text)), finish_reason=streamed.finish_reason,
                      usage=token_counts(streamed.usage), native_calls=streamed.native_calls,
-                     reasoning="".join(streamed.reasoning), streamed=True)
+                     reasoning=repaired("".join(streamed.reasoning)), streamed=True)
 
-    def _read_body(self, response: requests.Response, give_up_at: float) -> Iterator[bytes]:
+    def _read_body(self, response: requests.Response, give_up_at: float, body: dict) -> Iterator[bytes]:
         """Yield the body as it arrives, decoded, until its end or the deadline; the one way bodies are read.
+        Until its first byte a streamed reply (`body` asked for one) may be silent for the first byte's wait; from
+        then on, for the read timeout.
 
         Retryable failures are raised as requests' exceptions; a body we can never use is a ChatError.
         """
@@ -293,6 +305,8 @@ class Client:
         n_bytes = 0
         try:
             while chunk := response.raw.read1(65536, decode_content=True):
+                if not n_bytes and body.get("stream"):
+                    wait_between_bytes(response.raw, self.timeout[1])
                 n_bytes += len(chunk)
                 if n_bytes > self.max_body:  # a compressed body can unpack to gigabytes
                     raise ChatError(f"The response from {self.url} is larger than {self.max_body // 2**20} MB; "
@@ -302,7 +316,7 @@ class Client:
                     break
         # Reading `raw` ourselves means urllib3's errors reach us unwrapped; give them requests' names.
         except urllib3.exceptions.ReadTimeoutError:
-            raise requests.Timeout(f"no data for {self.timeout[1]:g} s while reading the response") from None
+            raise requests.Timeout(self.silence(body, began=n_bytes > 0)) from None
         except urllib3.exceptions.DecodeError:
             encoding = one_line(response.headers.get("Content-Encoding", ""))
             raise ChatError(f"{response.status_code} from {self.url} with a body that is not valid {encoding} "
@@ -314,6 +328,21 @@ class Client:
             timer.cancel()
         if time.monotonic() > give_up_at:
             raise requests.Timeout(f"no complete response within {self.deadline:g} s")
+
+    def waiting_for(self, body: dict) -> str:
+        """What a request waits for, as the spinner says it: 'the first byte from localhost:8080 (up to 120 s)'."""
+        host = urlsplit(self.url).netloc
+        if body.get("stream"):
+            return f"waiting for the first byte from {host} (up to {self.first_byte_timeout:g} s)"
+        return f"waiting for the reply from {host} (up to {self.timeout[1]:g} s)"
+
+    def silence(self, body: dict, began: bool) -> str:
+        """What a wait that ran out was, and the setting that makes it longer."""
+        if body.get("stream") and not began:
+            return (f"no first byte of the reply within {self.first_byte_timeout:g} s (a longer wait: "
+                    "--first-byte-timeout or PLAINAGENT_FIRST_BYTE_TIMEOUT)")
+        what = "no data for {:g} s while reading the response" if began else "no answer within {:g} s"
+        return f"{what.format(self.timeout[1])} (a longer wait: --read-timeout or PLAINAGENT_READ_TIMEOUT)"
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: about 0.5, 1, 2, 4 s (capped at 8), each up to 25% shorter."""
@@ -382,6 +411,14 @@ def rejected_parameter(body: dict, response: requests.Response) -> str | None:
     """The optional parameter a 400 names, if we sent it: 'Unsupported parameter: stop'."""
     message = server_message(response).lower()
     return next((name for name in OPTIONAL_PARAMETERS if name in body and name in message), None)
+
+
+def wait_between_bytes(raw: urllib3.response.HTTPResponse, seconds: float) -> None:
+    """From the first byte on, the socket waits `seconds` for each next one (requests sets one wait for all)."""
+    try:
+        raw.connection.sock.settimeout(seconds)
+    except (AttributeError, OSError):  # no socket (a test double), or one closed meanwhile: nothing to wait on
+        pass
 
 
 def shut_down(raw: urllib3.response.HTTPResponse) -> None:

@@ -2,14 +2,16 @@
 
 The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `SessionModel` has the same
 `chat(messages) -> Reply`, so the loop cannot tell the two apart, and adds:
-  - the reply shown as it streams in, with a spinner until its first byte (cli/display.py `LiveReply`);
+  - the reply shown as it streams in, with a spinner until its first byte that says what it waits for, and how
+    long it may (cli/display.py `LiveReply`);
   - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
     none (llama.cpp's server sends none in a stream), so /tokens never says 0 for a session that cost tokens;
     a request interrupted by Ctrl-C is counted too (its prompt, and the reply as far as it came): the server
     read the one and wrote the other, and the user pays for both;
   - the history fitted to the token budget before each request, and a server's refusal for length survived:
-    the history shrinks to the window the refusal states and the same turn is asked again, at most
-    MAX_REFUSALS times (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`).
+    the history shrinks to the window the refusal states and the same turn is asked again; so too a reply cut
+    off where the window ended (finish_reason "length" with the window full): at most MAX_REFUSALS times a
+    turn (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`, `.cut_off`).
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ if TYPE_CHECKING:  # for the annotations only: the history module does not need 
 
 class Display(Protocol):  # the user's side shows the reply (cli/display.py's LiveReply): what this seam needs of it
     def start(self) -> None: ...
-    def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning" or "restart"
+    def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning", "restart" or "waiting"
     def finish(self) -> None: ...
 
-MAX_REFUSALS = 2  # refusals for length survived per turn, each lowering the budget, before the turn fails
+MAX_REFUSALS = 2  # refusals for length (or replies cut at the window) survived per turn, before the turn fails
 
 
 class SessionModel:
@@ -64,8 +66,11 @@ class SessionModel:
             self.count(messages, reply)
             if self.history is not None:
                 self.history.answered(reply, time.monotonic() - started)
+                # A reply cut off where the window ended: the history is fitted to what that taught, and asked again.
+                if reply.finish_reason == "length" and self.history.cut_off(reply, last=n_refusals == MAX_REFUSALS):
+                    continue
             return reply
-        raise AssertionError("unreachable: the last refusal raises")
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
@@ -85,7 +90,7 @@ class SessionModel:
         def show(kind: str, text: str) -> None:
             if kind == "restart":  # the client asks again: what came of the earlier attempt is gone
                 received.clear()
-            else:
+            elif kind != "waiting":  # (what the client waits for is the spinner's, not the reply's)
                 received.append(text)  # reasoning is written, and billed, like the text
             self.display.show(kind, text)
 

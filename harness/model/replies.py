@@ -46,10 +46,16 @@ class Reply:
     native_calls: list[str] = field(default_factory=list)  # names in message.tool_calls: a format we never ask for
     reasoning: str = ""  # reasoning the server sent apart from the text (reasoning_content): shown, never sent back
     streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
+    window_full: bool = False  # cut off ("length") at the end of the context window, not at an output limit
 
     def no_answer(self, text: str) -> str | None:
         """Why this reply, which calls no tool, is no answer (`text` is what it says, reasoning left out); None
         when it is one. A reply cut off, filtered, or holding only reasoning must not be taken as done."""
+        if self.finish_reason == "length" and self.window_full:
+            return ("The model's answer was cut off: the context window is full (the conversation and the answer "
+                    "did not fit in it together), even after compacting. Start a new session (/reset in the REPL), "
+                    "ask for a shorter answer, or give the model a larger window (the server's context size, and "
+                    "--context-tokens to match).")
         if self.finish_reason == "length":
             return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
                     "on, or to answer more briefly.")
@@ -98,9 +104,7 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
     refusal = message.get("refusal")  # OpenAI puts a refusal here, with a null content
     if not text and isinstance(refusal, str):
         text = refusal
-    # JSON may carry a lone surrogate ("\ud800"), which is no character: it could be neither printed nor sent
-    # back in the next request. It becomes U+FFFD, as undecodable bytes do.
-    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = repaired(text)
     finish_reason = choice.get("finish_reason")
     return Reply(
         text=text,
@@ -109,6 +113,17 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=token_counts(data.get("usage")),
     )
+
+
+def repaired(text: str) -> str:
+    """`text` with each lone surrogate made U+FFFD, as undecodable bytes are. JSON may carry one ("\\ud800"),
+    whole replies and streamed ones alike, and it is no character: it could be neither printed, nor sent back in
+    the next request, nor written to the transcript as UTF-8. A pair split by nothing stays the character it is.
+
+    >>> repaired("a\\ud800b"), repaired("\\ud83d\\ude00")
+    ('a\ufffdb', '😀')
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def native_calls(tool_calls) -> list:

@@ -11,7 +11,8 @@ Lines are cut from the bytes at `\\n` and only then decoded, so a character spli
 arrives whole (decoding each read on its own would garble it, and splitting decoded text with
 `str.splitlines` would also break lines at U+2028, which models write inside code). A reply is complete when
 `[DONE]` or a `finish_reason` arrives; a stream that ends with neither was cut, and nothing of it is used.
-What the server sends is data: every field is checked before use, as for a whole reply (client.py).
+What the server sends is data: every field is checked before use, and a lone surrogate repaired, as for a whole
+reply (replies.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from harness.model.replies import native_call_name, native_calls
+from harness.model.replies import native_call_name, native_calls, repaired
 
 
 class StreamCut(Exception):
@@ -140,9 +141,9 @@ def take_event(event: Event, streamed: Streamed, on_delta: Callable[[str, str], 
     delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
     for kind, key in (("reasoning", "reasoning_content"), ("reasoning", "reasoning"), ("text", "content")):
         piece = delta_text(delta.get(key))
-        if piece:
+        if piece:  # kept as sent (a pair split between two deltas is joined whole), shown repaired
             (streamed.text if kind == "text" else streamed.reasoning).append(piece)
-            on_delta(kind, piece)
+            on_delta(kind, repaired(piece))
     for call in native_calls(delta.get("tool_calls")):  # only the name matters: we say we never asked for them
         if name := native_call_name(call):  # in a call's first delta; the later ones carry its arguments
             streamed.native_calls.append(name)
