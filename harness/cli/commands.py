@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,7 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
             print(file=sys.stderr)
             return 130
         if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
-            return 0
+            return leave(session)
         if not is_text(task):
             log("plainagent: that line is not UTF-8 text, so it was not sent.")
         elif not is_command(task):
@@ -64,7 +65,17 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
                 log(run_slash_command(session, task))  # /help, /undo, /reset, /tokens, /model, /mode, /compact
             except LeaveSession:
                 tasks.close()
-                return 0
+                return leave(session)
+
+
+def leave(session) -> int:
+    """The REPL's last line, when there is a conversation to come back to: the command that resumes it."""
+    path, workspace = session.history.transcript.path, session.config.workspace
+    if path is not None and len(session.history.messages) > 1:
+        program = sys.argv[0] if sys.argv[0].endswith("agent.py") else "agent.py"  # as the user ran it
+        where = "" if Path(workspace).resolve() == Path.cwd().resolve() else f" -C {shlex.quote(str(workspace))}"
+        log(f"resume with: python {shlex.quote(program)}{where} --resume {shlex.quote(str(path))}")
+    return 0
 
 
 class LeaveSession(Exception):
@@ -139,6 +150,7 @@ def slash_model(session, argument: str) -> str:
     if any(char.isspace() or not char.isprintable() for char in argument):
         return f"Not changed: a model name has no spaces ({argument!r})."
     session.model.client.model = session.config.model = argument
+    session.history.transcript.write("model", model=argument)  # so that --resume can say it goes on without it
     return f"The next requests go to {argument}."
 
 
