@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.cli.prefixes import ALWAYS_WORDS, ANSWERS_HELP, SHELL_OPERATORS, example_prefix, prefix_allows
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.common.words import count
 
@@ -218,13 +219,13 @@ def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], st
 YES_WORDS = {"y", "yes", "yeah", "yep", "yup", "ok", "okay", "sure", "fine", "lgtm", "go", "do"}
 POLITE_WORDS = YES_WORDS | {"ahead", "it", "for", "please", "thanks", "thank", "you"}
 NO_WORDS = {"n", "no", "nope", "nah"}
-
-
-def parse_answer(answer: str) -> tuple[str, str]:
-    """("yes" | "always" | "no", what the model is told when it is no).
+def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
+    """("yes" | "always" | "prefix" | "no", what the model is told when it is no, or the prefix).
 
     A plain yes in common words ("yes.", "Yes please", "ok", "sure", "go ahead") approves; "a" or "always"
-    approves the rest of the session; anything else refuses, and the user's words become the reason.
+    approves the rest of the session; to a `command`'s question, "a WORDS" (or "always WORDS") whose words are
+    the command's first approves it and, for the session, the commands prefix_allows; anything else refuses, and
+    the user's words become the reason.
     """
     words = [word.strip(".,;:!?'\"") for word in answer.lower().split()]
     words = [word for word in words if word]
@@ -232,6 +233,9 @@ def parse_answer(answer: str) -> tuple[str, str]:
         return "yes", ""
     if words in (["a"], ["always"]):
         return "always", ""
+    given = ALWAYS_WORDS.fullmatch(answer)
+    if command is not None and given and prefix_allows(given[1], command):  # exactly what it will approve later
+        return "prefix", " ".join(given[1].split())
     text = answer.strip()
     if words and words[0] in YES_WORDS:  # "yes, but use pathlib": a condition is not an approval
         return "no", f"The user did not approve it as it is, and said: {text}"
@@ -241,13 +245,15 @@ def parse_answer(answer: str) -> tuple[str, str]:
 
 
 class TerminalConfirm:
-    """Asks the user before each write or command: yes, no (with a reason), or always for this session."""
+    """Asks the user before each write or command: yes, no (with a reason), or always for this session (for a
+    command, always or only for the commands that start with the words given: prefix_allows)."""
 
     def __init__(self, root: Path | None = None, *, stdin=None, terminal: str = "/dev/tty"):
         self.root = root  # the workspace, where commands run
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
         self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
+        self.prefixes: list[str] = []  # commands that start with these words are approved ("python -m pytest")
         self.unasked: list[str] = []  # what was refused because nobody could be asked ("create a.py", "run ls")
 
     def preview(self, kind: str, title: str, preview: str) -> str:
@@ -256,6 +262,9 @@ class TerminalConfirm:
 
     def __call__(self, kind: str, title: str, preview: str) -> str | None:
         if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
+            return None
+        command = preview.removeprefix("$ ") if kind == "command" else None  # the tools show a command after "$ "
+        if command is not None and any(prefix_allows(prefix, command) for prefix in self.prefixes):
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
@@ -269,17 +278,38 @@ class TerminalConfirm:
                 terminal.write("(discarded what was typed before this question)\n")
             terminal.write(question)
             answer = terminal.read_answer() or ""
-            if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
-                preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, whole=True)
-                terminal.write(preview_text + question)
+            while True:  # until an answer that decides: "v" and "?" show more, words that start no command
+                if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
+                    preview_text, question = render_question(kind, title, preview, self.root, terminal.mark,
+                                                             whole=True)
+                    terminal.write(preview_text)
+                elif answer.strip() == "?":
+                    terminal.write(ANSWERS_HELP)
+                elif command is not None and (words := ALWAYS_WORDS.fullmatch(answer)) and \
+                        parse_answer(answer, command)[0] == "no":
+                    terminal.write(f"(this command does not start with `{escape(' '.join(words[1].split()))}`: a "
+                                   "WORDS approves the commands whose first words are WORDS; answer again, or ? for "
+                                   "help)\n" if prefix_allows(command.split()[0], command) else
+                                   f"(a WORDS approves only commands that hold none of {' '.join(SHELL_OPERATORS)} "
+                                   "nor a line break, and this one does: answer y to run it this once, or n)\n")
+                else:
+                    break
+                terminal.write(question)
                 answer = terminal.read_answer() or ""
-            verdict, refusal = parse_answer(answer)
+            verdict, refusal = parse_answer(answer, command)
             if verdict == "always":
                 self.always.add(scope)
-                terminal.write(f"(approving every {scope} for the rest of this session)\n")
+                terminal.write(f"(approving every {scope} for the rest of this session"
+                               + (f"; to approve only the commands that start with some words, answer a WORDS, e.g. "
+                                  f"a {escape(example_prefix(command))})\n" if command is not None else ")\n"))
+            elif verdict == "prefix":
+                self.prefixes.append(refusal)
+                terminal.write(f"(approving, for the rest of this session, each command whose first words are "
+                               f"`{escape(refusal)}` and that holds none of {' '.join(SHELL_OPERATORS)} nor a line "
+                               "break)\n")
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
-        return None if verdict in ("yes", "always") else refusal
+        return None if verdict in ("yes", "always", "prefix") else refusal
 
 
 def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
