@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.prefixes import prefix_allows
 from harness.cli.terminal import (
     NO_TERMINAL,
     TerminalConfirm,
@@ -23,6 +22,7 @@ from harness.cli.terminal import (
     render_question,
 )
 from harness.common.redaction import Secret
+from harness.sandbox.permissions import Permissions
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 
@@ -447,30 +447,6 @@ def test_an_edit_cannot_push_what_it_adds_out_of_sight():
 # --- a narrower "always": commands that start with the words the user gives (#26) ---
 
 
-@pytest.mark.parametrize("prefix, command, allowed", [
-    ("python -m pytest", "python -m pytest", True),
-    ("python -m pytest", "python -m pytest -q tests/test_app.py -k 'slow or fast'", True),
-    ("python -m pytest", "python  -m\tpytest -q", True),  # words, however spaced
-    ("python -m pytest", "python -m pytestevil", False),  # whole words only
-    ("python -m pytest", "python3 -m pytest", False),
-    ("python -m pytest", "FOO=1 python -m pytest", False),
-    ("python -m pytest", "python -m pytest; rm -rf ~", False),  # a second program...
-    ("python -m pytest", "python -m pytest && rm -rf ~", False),
-    ("python -m pytest", "python -m pytest || rm -rf ~", False),
-    ("python -m pytest", "python -m pytest & rm -rf ~", False),
-    ("python -m pytest", "python -m pytest | sh", False),
-    ("python -m pytest", "python -m pytest $(rm -rf ~)", False),  # ...substituted...
-    ("python -m pytest", "python -m pytest `rm -rf ~`", False),
-    ("python -m pytest", "python -m pytest '$(rm -rf ~)'", False),  # (quoted too: the rule reads characters)
-    ("python -m pytest", "python -m pytest <(rm -rf ~)", False),
-    ("python -m pytest", "python -m pytest > ~/.bashrc", False),  # ...or a redirection
-    ("python -m pytest", "python -m pytest\nrm -rf ~", False),  # a second line
-    ("python -m pytest", "python -m pytest\rrm -rf ~", False),
-])
-def test_a_prefix_approves_one_program_with_more_words_and_nothing_else(prefix, command, allowed):
-    assert prefix_allows(prefix, command) is allowed
-
-
 @pytest.mark.parametrize("typed, command, verdict", [
     ("a python -m pytest", "python -m pytest tests/", ("prefix", "python -m pytest")),
     ("Always   python -m  pytest ", "python -m pytest", ("prefix", "python -m pytest")),
@@ -496,7 +472,9 @@ def test_always_with_words_approves_the_commands_that_start_with_them(pty):
     assert refusal == "The user said no." and "Allow this command (python -m pytest; rm -rf ~)" in screen
     refusal, screen = ask(pty, "n\n", "command", "run this command", "$ git push", confirm=confirm)
     assert refusal == "The user said no."
-    assert confirm.always == set()  # "a WORDS" is not "a": edits and other commands are still asked
+    assert confirm.always == {"command starting with python -m pytest"}  # not "command": others are still asked
+    Permissions("ask", confirm).switch("edits")
+    assert confirm.always == set()  # like every "always", forgotten when the mode changes
 
 
 def test_a_question_mark_explains_the_answers_and_asks_again(pty):

@@ -252,8 +252,9 @@ class TerminalConfirm:
         self.root = root  # the workspace, where commands run
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
-        self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
-        self.prefixes: list[str] = []  # commands that start with these words are approved ("python -m pytest")
+        # Kinds ("edit", "command"), hosts ("fetch from HOST") and commands' first words ("command starting with
+        # python -m pytest") always approved; one set, which a /mode switch forgets (permissions.py).
+        self.always: set[str] = set()
         self.unasked: list[str] = []  # what was refused because nobody could be asked ("create a.py", "run ls")
 
     def preview(self, kind: str, title: str, preview: str) -> str:
@@ -264,7 +265,8 @@ class TerminalConfirm:
         if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
             return None
         command = preview.removeprefix("$ ") if kind == "command" else None  # the tools show a command after "$ "
-        if command is not None and any(prefix_allows(prefix, command) for prefix in self.prefixes):
+        if command is not None and any(prefix_allows(scope.removeprefix(PREFIXED), command) for scope in self.always
+                                       if scope.startswith(PREFIXED)):
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
@@ -303,13 +305,16 @@ class TerminalConfirm:
                                + (f"; to approve only the commands that start with some words, answer a WORDS, e.g. "
                                   f"a {escape(example_prefix(command))})\n" if command is not None else ")\n"))
             elif verdict == "prefix":
-                self.prefixes.append(refusal)
+                self.always.add(PREFIXED + refusal)
                 terminal.write(f"(approving, for the rest of this session, each command whose first words are "
                                f"`{escape(refusal)}` and that holds none of {' '.join(SHELL_OPERATORS)} nor a line "
                                "break)\n")
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always", "prefix") else refusal
+
+
+PREFIXED = "command starting with "  # the scope of an "a WORDS" answer, in TerminalConfirm.always
 
 
 def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
