@@ -96,3 +96,24 @@ def test_a_long_text_goes_through_the_pager_at_a_terminal(session, tmp_path, mon
     assert run_slash_command(session, "/show") == ""
     assert logged == ["The last tool result, whole: 20 lines, 229 bytes (in the pager: q leaves it):"]
     assert kept.read_text() == "".join(f"line {n}\\x1b[2J\n" for n in range(20))
+
+
+def test_in_a_resumed_session_undo_and_diff_say_why_they_find_nothing(session):
+    session.config.resume = ""  # --resume
+    assert run_slash_command(session, "/undo") == (
+        "Nothing to undo. (This run resumed the session: the writes of the runs before are not in /undo's journal; "
+        "git diff shows them.)")
+    assert run_slash_command(session, "/diff").endswith("this run's). (This run resumed the session: the writes of "
+                                                        "the runs before are not in /undo's journal; git diff shows "
+                                                        "them.)")
+
+
+def test_a_pager_that_cannot_run_leaves_the_text_in_the_log(session, monkeypatch):
+    monkeypatch.setenv("PAGER", "no-such-pager-here")
+    monkeypatch.setenv("LINES", "5")
+    monkeypatch.setattr(commands, "at_terminal", lambda: True)
+    monkeypatch.setattr(commands, "log", lambda line: None)
+    (session.tools.workspace.root / "a.txt").write_text("".join(f"{n}\n" for n in range(10)))
+    call(session, "read_file", path="a.txt")
+    assert run_slash_command(session, "/show") == ("(the pager 'no-such-pager-here' could not run (exit code 127); here "
+                                                   "it is:)\n" + "\n".join(map(str, range(10))))

@@ -139,7 +139,13 @@ def slash_undo(session, argument: str) -> str:
     undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
         session.notes.append(f"The user ran /undo: {undone}")
-    return undone
+    return undone + before_resume(session) if undone == "Nothing to undo." else undone
+
+
+def before_resume(session) -> str:
+    """For /undo and /diff with nothing in this run's journal: a resumed session's earlier writes are not in it."""
+    return (" (This run resumed the session: the writes of the runs before are not in /undo's journal; git diff "
+            "shows them.)" if session.config.resume is not None else "")
 
 
 def slash_diff(session, argument: str) -> str:
@@ -149,7 +155,8 @@ def slash_diff(session, argument: str) -> str:
     for write in ws.journal:
         firsts.setdefault(write.path, write.before)  # path -> its bytes before the agent's first write to it
     if not firsts:
-        return "No changes: the agent has written no file in this run (/diff shows the writes /undo knows: this run's)."
+        return ("No changes: the agent has written no file in this run (/diff shows the writes /undo knows: this "
+                f"run's).{before_resume(session)}")
     diff = "".join(file_diff(ws, path, before) for path, before in firsts.items())
     lines = diff.splitlines()
     added, removed = (sum(line[:1] == sign and line[:4] != sign * 3 + " " for line in lines) for sign in "+-")
