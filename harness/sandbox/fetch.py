@@ -220,7 +220,7 @@ def named_addresses(allowed: frozenset[str], resolve: Resolver | None) -> set[st
             continue
         try:
             found.update(str(ipaddress.ip_address(address.split("%", 1)[0])) for address in resolve(name, False))
-        except (ToolError, ValueError):
+        except (ToolError, ValueError, OSError):
             continue
     return found
 
