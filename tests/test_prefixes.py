@@ -25,6 +25,8 @@ from harness.cli.prefixes import prefix_allows
     ("python -m pytest", "python -m pytest > ~/.bashrc", False),  # ...or a redirection
     ("python -m pytest", "python -m pytest\nrm -rf ~", False),  # a second line
     ("python -m pytest", "python -m pytest\rrm -rf ~", False),
+    ("echo", "echo\u00a0x", False),  # a no-break space is inside the shell's word: that is no program echo
+    ("echo", "echo\u2028x", False),
 ])
 def test_a_prefix_approves_one_program_with_more_words_and_nothing_else(prefix, command, allowed):
     assert prefix_allows(prefix, command) is allowed

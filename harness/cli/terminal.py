@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.cli.prefixes import ALWAYS_WORDS, ANSWERS_HELP, SHELL_OPERATORS, example_prefix, prefix_allows
+from harness.cli import prefixes  # the narrower always: what "a WORDS" approves
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.common.words import count
 
@@ -219,6 +219,8 @@ def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], st
 YES_WORDS = {"y", "yes", "yeah", "yep", "yup", "ok", "okay", "sure", "fine", "lgtm", "go", "do"}
 POLITE_WORDS = YES_WORDS | {"ahead", "it", "for", "please", "thanks", "thank", "you"}
 NO_WORDS = {"n", "no", "nope", "nah"}
+
+
 def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
     """("yes" | "always" | "prefix" | "no", what the model is told when it is no, or the prefix).
 
@@ -233,9 +235,9 @@ def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
         return "yes", ""
     if words in (["a"], ["always"]):
         return "always", ""
-    given = ALWAYS_WORDS.fullmatch(answer)
-    if command is not None and given and prefix_allows(given[1], command):  # exactly what it will approve later
-        return "prefix", " ".join(given[1].split())
+    prefix = prefixes.given(answer)
+    if command is not None and prefix and prefixes.prefix_allows(prefix, command):  # what it will approve later
+        return "prefix", prefix
     text = answer.strip()
     if words and words[0] in YES_WORDS:  # "yes, but use pathlib": a condition is not an approval
         return "no", f"The user did not approve it as it is, and said: {text}"
@@ -246,7 +248,7 @@ def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
 
 class TerminalConfirm:
     """Asks the user before each write or command: yes, no (with a reason), or always for this session (for a
-    command, always or only for the commands that start with the words given: prefix_allows)."""
+    command, always or only for the commands that start with the words given: prefixes.prefix_allows)."""
 
     def __init__(self, root: Path | None = None, *, stdin=None, terminal: str = "/dev/tty"):
         self.root = root  # the workspace, where commands run
@@ -265,8 +267,7 @@ class TerminalConfirm:
         if (scope := title if kind == "fetch" else kind) in self.always:  # a fetch's "always" is for its host only
             return None
         command = preview.removeprefix("$ ") if kind == "command" else None  # the tools show a command after "$ "
-        if command is not None and any(prefix_allows(scope.removeprefix(PREFIXED), command) for scope in self.always
-                                       if scope.startswith(PREFIXED)):
+        if command is not None and prefixes.approved(self.always, command):
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
@@ -286,14 +287,10 @@ class TerminalConfirm:
                                                              whole=True)
                     terminal.write(preview_text)
                 elif answer.strip() == "?":
-                    terminal.write(ANSWERS_HELP)
-                elif command is not None and (words := ALWAYS_WORDS.fullmatch(answer)) and \
-                        parse_answer(answer, command)[0] == "no":
-                    terminal.write(f"(this command does not start with `{escape(' '.join(words[1].split()))}`: a "
-                                   "WORDS approves the commands whose first words are WORDS; answer again, or ? for "
-                                   "help)\n" if prefix_allows(command.split()[0], command) else
-                                   f"(a WORDS approves only commands that hold none of {' '.join(SHELL_OPERATORS)} "
-                                   "nor a line break, and this one does: answer y to run it this once, or n)\n")
+                    terminal.write(prefixes.ANSWERS_HELP)
+                elif command is not None and (prefix := prefixes.given(answer)) and \
+                        not prefixes.prefix_allows(prefix, command):  # no reason, no approval: ask again
+                    terminal.write(escape(prefixes.not_approved(prefix, command), keep="\n"))
                 else:
                     break
                 terminal.write(question)
@@ -301,20 +298,14 @@ class TerminalConfirm:
             verdict, refusal = parse_answer(answer, command)
             if verdict == "always":
                 self.always.add(scope)
-                terminal.write(f"(approving every {scope} for the rest of this session"
-                               + (f"; to approve only the commands that start with some words, answer a WORDS, e.g. "
-                                  f"a {escape(example_prefix(command))})\n" if command is not None else ")\n"))
+                narrower = f"; {prefixes.narrower(command)}" if command is not None else ""
+                terminal.write(escape(f"(approving every {scope} for the rest of this session{narrower})\n", keep="\n"))
             elif verdict == "prefix":
-                self.always.add(PREFIXED + refusal)
-                terminal.write(f"(approving, for the rest of this session, each command whose first words are "
-                               f"`{escape(refusal)}` and that holds none of {' '.join(SHELL_OPERATORS)} nor a line "
-                               "break)\n")
+                self.always.add(prefixes.PREFIXED + refusal)
+                terminal.write(escape(prefixes.approving(refusal), keep="\n"))
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always", "prefix") else refusal
-
-
-PREFIXED = "command starting with "  # the scope of an "a WORDS" answer, in TerminalConfirm.always
 
 
 def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:
