@@ -93,3 +93,12 @@ def test_leaving_a_repl_where_nothing_happened_says_nothing_of_resuming(agent_ho
         done = agent_here(agent_home, project, endpoint, stdin="/tokens\n")  # then Ctrl-D: stdin ends
     assert done.returncode == 0, done.stderr
     assert "resume with" not in done.stderr
+
+
+def test_a_session_run_with_another_model_says_which_model_it_goes_on_with(agent_home, project):
+    with FakeEndpoint(["Looked."]) as endpoint:
+        agent_here(agent_home, project, endpoint, "--model", "big-model", "-p", "look around")
+    with FakeEndpoint(["Done."]) as endpoint:
+        again = agent_here(agent_home, project, endpoint, "--resume", "-p", "go on")
+    assert ("This session ran with model big-model; it goes on with model fake-model. To go on with big-model: "
+            "--model big-model, or /model big-model in the REPL.") in again.stderr.splitlines()
