@@ -175,8 +175,8 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
 
 def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
     """Fetch the web page at url as text, from character offset."""
-    # Nothing goes out before the user agreed, or the host is in PLAINAGENT_FETCH_ALLOW (fetch.py); "always"
-    # for a fetch means that host (terminal.py), as the title names it.
+    # Nothing goes out before the user agreed (as the mode asks; PLAINAGENT_FETCH_ALLOW only makes a private host
+    # reachable: fetch.py); "always" for a fetch means that host (terminal.py), as the title names it.
     from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
 
     page = fetch(url, ws.fetch_allow, lambda host, shown: ws.approve("fetch", f"fetch from {host}", shown))

@@ -85,6 +85,7 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     monkeypatch.setattr(agent, "__file__", str(nothing_of_the_user / "agent.py"))
     monkeypatch.setattr(terminal, "secret", Secret())  # what main() sets for the screen goes with the test
     monkeypatch.setattr(display, "active", None)
+    monkeypatch.setattr(display, "last_result", None)  # /show's: a run starts with none
     # git reads the developer's ~/.gitconfig (core.excludesFile) and /etc/gitconfig: never in a test.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(nothing_of_the_user / "gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

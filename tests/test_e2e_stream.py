@@ -182,7 +182,8 @@ def test_reset_tokens_model_and_an_unknown_command(agent_home, project):
     assert done.stdout == "One.\nTwo.\nThree.\n"
     assert "1 request: 100 prompt + 7 completion tokens (as the server reported them)." in done.stderr
     assert "3 requests: " in done.stderr and "(2 of the requests estimated: the server reported none)." in done.stderr
-    assert "Unknown command /nope. Commands: /help, /reset, /undo, /tokens, /model, /mode, /sandbox, /compact, /exit" in done.stderr
+    assert ("Unknown command /nope. Commands: /help, /reset, /undo, /diff, /show, /tokens, /model, /mode, /sandbox, "
+            "/compact, /exit") in done.stderr
     assert "/model NAME: use model NAME for the next requests" in done.stderr
     second, third = endpoint.received[1].body, endpoint.received[2].body
     assert [m["content"] for m in second["messages"][1:]] == ["second"]  # a new conversation

@@ -320,7 +320,7 @@ def test_a_page_holding_the_api_key_is_redacted(site, ws):
 def test_a_page_over_the_size_limit_is_cut_while_downloading(site):
     chunks = [b"<p>" + b"a" * 997 for _ in range(50)]  # 50,000 bytes, sent in pieces
     site.pages["/huge"] = {"chunks": chunks}
-    page = fetch(f"{site.url}/huge", LOCAL, approve=refuse_all, max_bytes=3500)
+    page = fetch(f"{site.url}/huge", LOCAL, approve=agree, max_bytes=3500)
     assert page.size == 3500 and page.cut == "the page is over 3,500 bytes: only its first 3,500 were read"
     assert page.text == "\n\n".join(["a" * 997] * 3 + ["a" * 497])  # the fourth paragraph cut at the limit
     assert render_page(page, page.text, 0, 100).split("\n")[1] == ("(note: the page is over 3,500 bytes: only its "
@@ -330,13 +330,13 @@ def test_a_page_over_the_size_limit_is_cut_while_downloading(site):
 
 def test_the_size_limit_counts_the_page_gzip_undone(site):
     site.pages["/bomb"] = {"headers": {"Content-Type": "text/plain"}, "body": "0" * 1_000_000, "gzip": True}
-    page = fetch(f"{site.url}/bomb", LOCAL, approve=refuse_all, max_bytes=10_000)
+    page = fetch(f"{site.url}/bomb", LOCAL, approve=agree, max_bytes=10_000)
     assert page.size == 10_000 and page.text == "0" * 10_000 and page.cut.startswith("the page is over 10,000 bytes")
 
 
 def test_a_page_that_does_not_end_in_time_is_cut_with_what_came(site):
     site.pages["/slow"] = {"headers": {"Content-Type": "text/plain"}, "chunks": [b"first ", b"second"]}
-    page = fetch(f"{site.url}/slow", LOCAL, approve=refuse_all, max_seconds=0)
+    page = fetch(f"{site.url}/slow", LOCAL, approve=agree, max_seconds=0)
     assert page.cut.startswith("the download took too long: only the first") and page.text.startswith("first")
 
 
@@ -345,7 +345,7 @@ def test_a_server_that_does_not_answer_times_out(site):
     site.pages["/hang"] = {"wait": never}
     try:
         with pytest.raises(ToolError) as failed:
-            fetch(f"{site.url}/hang", LOCAL, approve=refuse_all, timeout=(5, 0.05))
+            fetch(f"{site.url}/hang", LOCAL, approve=agree, timeout=(5, 0.05))
     finally:
         never.set()
     assert str(failed.value) == f"{site.url}/hang: no answer within 0.05 s. Try again later, or another page."
@@ -356,7 +356,7 @@ def test_nothing_listening_is_one_clear_error():
         free.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{free.getsockname()[1]}/"
     with pytest.raises(ToolError, match=rf"^{url}: could not connect \(\[Errno 111\] Connection refused\)\.$"):
-        fetch(url, LOCAL, approve=refuse_all)
+        fetch(url, LOCAL, approve=agree)
 
 
 # --- redirects ---
@@ -376,7 +376,7 @@ def test_a_redirect_chain_is_followed_and_each_hop_named(site, ws):
 def test_too_many_redirects_end_with_the_chain(site):
     site.pages["/loop"] = {"status": 302, "headers": {"Location": "/loop"}}
     with pytest.raises(ToolError) as failed:
-        fetch(f"{site.url}/loop", LOCAL, approve=refuse_all, max_redirects=2)
+        fetch(f"{site.url}/loop", LOCAL, approve=agree, max_redirects=2)
     hop = f"{site.url}/loop (302)"
     assert str(failed.value) == (f"More than 2 redirects: {hop} -> {hop} -> {hop}. Fetch the last one yourself if "
                                  "it is the page you want.")
@@ -389,7 +389,7 @@ def test_a_redirect_to_a_private_address_is_refused_and_named(site, ws):
         web_fetch(ws, f"{site.url}/out")
     assert str(refused.value) == (f"127.0.0.2 (redirected to by {site.url}/out) is a loopback address (this machine): "
                                   "web_fetch does not reach into the user's network or this machine. The user can "
-                                  "allow this host by adding it to PLAINAGENT_FETCH_ALLOW.")
+                                  "allow this host by adding 127.0.0.2 to PLAINAGENT_FETCH_ALLOW.")
     assert [request.target for request in site.received] == ["/out"]  # 127.0.0.2 was never sent a thing
 
 
@@ -402,14 +402,14 @@ def test_a_redirect_to_a_name_resolving_to_the_metadata_address_is_refused(site)
     assert str(refused.value).startswith(f"metadata.test resolves to 169.254.169.254, which (redirected to by "
                                          f"{site.url}/out) is {METADATA}: web_fetch does not reach")
     # another host: asked about first, with the redirect that led to it
-    assert asked == [("metadata.test", f"{site.url}/out (302) redirected to\nhttp://metadata.test/latest/meta-data/")]
+    assert asked == [("127.0.0.1", f"{site.url}/out"), ("metadata.test", f"{site.url}/out (302) redirected to\nhttp://metadata.test/latest/meta-data/")]
 
 
 @pytest.mark.parametrize("location", ["ftp://example.org/file", "file:///etc/passwd"])
 def test_a_redirect_out_of_the_web_is_refused(site, location):
     site.pages["/out"] = {"status": 302, "headers": {"Location": location}}
     with pytest.raises(ToolError, match=rf"^'{location}' \(redirected to by {site.url}/out\) is not an http or https"):
-        fetch(f"{site.url}/out", LOCAL, approve=refuse_all)
+        fetch(f"{site.url}/out", LOCAL, approve=agree)
 
 
 # --- not into the user's network: the decision ---
@@ -486,18 +486,56 @@ def test_a_name_that_changes_its_answer_between_check_and_connection_is_refused(
 
 def test_an_allowed_name_reaches_its_private_address(site):
     site.pages["/"] = "<p>dev server</p>"
-    page = fetch(f"http://localhost:{site.port}/", frozenset({"localhost"}), refuse_all)
+    page = fetch(f"http://localhost:{site.port}/", frozenset({"localhost"}), lambda host, shown: None)
     assert page.text == "dev server"
+
+
+@pytest.mark.parametrize("host, addresses, allowed, refused", [
+    ("127.0.0.1", ["127.0.0.1"], {"localhost"}, None),  # the name allowed: the addresses it stands for here
+    ("::1", ["::1"], {"localhost"}, None),
+    ("127.0.0.2", ["127.0.0.2"], {"localhost"}, "adding 127.0.0.2 to"),  # not one of them
+    ("10.0.0.5", ["10.0.0.5"], {"gpu-box"}, None),  # /etc/hosts: gpu-box 10.0.0.5
+    ("10.0.0.6", ["10.0.0.6"], {"gpu-box", "nowhere.invalid"}, "adding 10.0.0.6 to"),  # a name that resolves not
+    ("localhost", ["127.0.0.1", "::1"], {"127.0.0.1"}, "adding localhost (or the address ::1) to"),
+    ("localhost", ["127.0.0.1", "::1"], {"127.0.0.1", "::1"}, None),
+])
+def test_an_allowed_name_stands_for_its_addresses_on_this_machine(host, addresses, allowed, refused):
+    """PLAINAGENT_FETCH_ALLOW=localhost refused http://127.0.0.1/: a name and the addresses it stands for match;
+    an address allowed does not let a name through whose other addresses are not, and the refusal says how to
+    spell what to allow."""
+    hosts = {"localhost": ["127.0.0.1", "::1"], "gpu-box": ["10.0.0.5"]}
+
+    def resolve(name, proxied):
+        if name not in hosts:
+            raise ToolError(f"{name}: no such host")
+        return hosts[name]
+
+    if refused is None:
+        check_addresses(host, addresses, frozenset(allowed), [], resolve)
+        return
+    with pytest.raises(ToolError) as refusal:
+        check_addresses(host, addresses, frozenset(allowed), [], resolve)
+    assert str(refusal.value).endswith(f"The user can allow this host by {refused} PLAINAGENT_FETCH_ALLOW.")
+
+
+def test_names_are_looked_up_only_when_an_address_would_be_refused():
+    looked_up = []
+    check_addresses("example.org", ["93.184.216.34"], frozenset({"localhost"}), [],
+                    lambda name, proxied: looked_up.append(name) or [])
+    assert looked_up == []
 
 
 # --- consent ---
 
 
-def test_an_allowed_host_is_not_asked_about_and_others_are_with_the_whole_url(site):
+def test_an_allowed_host_is_asked_about_as_any_other_with_the_whole_url(site):
+    """PLAINAGENT_FETCH_ALLOW says which hosts may be reached, not that the user agreed: the mode decides that
+    (in mode yes nothing is asked: permissions.py)."""
     site.pages["/"] = "<p>home</p>"
     asked = []
-    fetch(f"{site.url}/", LOCAL, lambda host, shown: asked.append(host))
-    assert asked == []
+    fetch(f"{site.url}/", LOCAL, lambda host, shown: asked.append((host, shown)))
+    assert asked == [("127.0.0.1", f"{site.url}/")]
+    asked.clear()
     long_query = "q=" + "abc%20def&" * 30 + "token=%E2%9C%93"
     with pytest.raises(ToolError):
         fetch(f"https://docs.example.org/a b/ü?{long_query}", frozenset(), refuse_and_record(asked))
@@ -510,7 +548,8 @@ def test_a_redirect_to_another_host_is_asked_about_again(site):
     asked = []
     page = fetch(f"{site.url}/go", frozenset({"127.0.0.1", "::1"}), lambda host, shown: asked.append((host, shown)))
     assert page.text == "landed" and page.hops == [f"{site.url}/go (302)"]
-    assert asked == [("localhost", f"{site.url}/go (302) redirected to\nhttp://localhost:{site.port}/landed")]
+    assert asked == [("127.0.0.1", f"{site.url}/go"),
+                     ("localhost", f"{site.url}/go (302) redirected to\nhttp://localhost:{site.port}/landed")]
 
 
 @pytest.mark.parametrize("url, problem", [
@@ -628,8 +667,9 @@ def test_parse_hosts():
 # --- helpers ---
 
 
-def refuse_all(host, shown):
-    raise AssertionError(f"asked about {host}, which is allowed")
+def agree(host, shown):
+    """The user's yes (or mode yes): the fetch goes ahead."""
+    return None
 
 
 def refuse_and_record(asked):

@@ -57,6 +57,26 @@ def test_ask_mode_shows_the_whole_url_and_always_means_that_host(install, projec
     assert "fetch() became get()." in screen.text
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
+def test_an_allowed_name_lets_its_addresses_through_and_is_still_asked_about(install, project):
+    """PLAINAGENT_FETCH_ALLOW=localhost: http://127.0.0.1/ is reached (localhost stands for it here), after the
+    question ask mode asks of every fetch; 127.0.0.2, another loopback address, is not localhost: refused."""
+    (install / ".env").write_text("PLAINAGENT_FETCH_ALLOW=localhost\n")
+    with WebSite({"/notes": "<p>local notes</p>"}) as site:
+        allowed, other = f"http://127.0.0.1:{site.port}/notes", f"http://127.0.0.2:{site.port}/notes"
+        with FakeEndpoint([call(allowed), call(other), "Read one."]) as endpoint:
+            screen = Screen(install, project, endpoint, "-p", "read the notes")
+            screen.expect(f"Fetch from 127.0.0.1:\n{allowed}\n\nAllow fetch from 127.0.0.1? ")
+            assert site.received == []  # asked first: being reachable is no consent
+            screen.type("y\n")
+            assert screen.wait() == 0
+    assert results(endpoint, 1)[0]["output"].endswith("\nlocal notes")
+    assert results(endpoint, 2)[0]["output"] == (
+        "127.0.0.2 is a loopback address (this machine): web_fetch does not reach into the user's network or this "
+        "machine. The user can allow this host by adding 127.0.0.2 to PLAINAGENT_FETCH_ALLOW.")
+    assert screen.text.count("[a]lways: ") == 1 and len(site.received) == 1
+
+
 def run(home, project, endpoint, *argv, env=()):
     """The agent, its main() run in this process (in_process.py), its stdin empty."""
     environ = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, **dict(env)}

@@ -1,8 +1,9 @@
-"""The REPL: its loop, and its slash commands (/help, /reset, /undo, /tokens, /model, /mode, /sandbox, /compact,
-/exit).
+"""The REPL: its loop, and its slash commands (/help, /reset, /undo, /diff, /show, /tokens, /model, /mode, /sandbox,
+/compact, /exit).
 
 A command is one function: its name after `slash_` is the command (`slash_undo` is /undo; no builtin shadowed),
-its docstring the help line, and what it returns is the line shown to the user (on stderr, like all activity).
+its docstring the help line, and what it returns is the line shown to the user (on stderr, like all activity);
+a text taller than the terminal (/show, /diff) goes through the user's pager instead, escaped the same way.
 Commands act on the session between tasks; the model hears of what changed its world (an undone write) with the
 next task.
 """
@@ -11,14 +12,23 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
+from harness.cli.terminal import escape
+from harness.common.words import count
 from harness.model.replies import ChatError
-from harness.sandbox.documents import is_text
+from harness.sandbox import ToolError
+from harness.sandbox.documents import decode, is_text, split_lines
+from harness.sandbox.edits import unified_diff
 from harness.sandbox.landlock import SETTINGS
+from harness.sandbox.shell import OUTPUT_MAX_BYTES
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
 
@@ -53,7 +63,7 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
             print(file=sys.stderr)
             return 130
         if task is None:  # Ctrl-D, exit, quit, or Ctrl-C twice at an empty prompt
-            return 0
+            return leave(session)
         if not is_text(task):
             log("plainagent: that line is not UTF-8 text, so it was not sent.")
         elif not is_command(task):
@@ -61,10 +71,21 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
             attempt(session, task)
         else:
             try:
-                log(run_slash_command(session, task))  # /help, /undo, /reset, /tokens, /model, /mode, /compact
+                if shown := run_slash_command(session, task):  # /help, /undo, /show, /diff, /model, /mode...
+                    log(shown)
             except LeaveSession:
                 tasks.close()
-                return 0
+                return leave(session)
+
+
+def leave(session) -> int:
+    """The REPL's last line, when there is a conversation to come back to: the command that resumes it."""
+    path, workspace = session.history.transcript.path, session.config.workspace
+    if path is not None and len(session.history.messages) > 1:
+        program = sys.argv[0] if sys.argv[0].endswith("agent.py") else "agent.py"  # as the user ran it
+        where = "" if Path(workspace).resolve() == Path.cwd().resolve() else f" -C {shlex.quote(str(workspace))}"
+        log(f"resume with: python {shlex.quote(program)}{where} --resume {shlex.quote(str(path))}")
+    return 0
 
 
 class LeaveSession(Exception):
@@ -118,7 +139,97 @@ def slash_undo(session, argument: str) -> str:
     undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
         session.notes.append(f"The user ran /undo: {undone}")
-    return undone
+    return undone + before_resume(session) if undone == "Nothing to undo." else undone
+
+
+def before_resume(session) -> str:
+    """For /undo and /diff with nothing in this run's journal: a resumed session's earlier writes are not in it."""
+    return (" (This run resumed the session: the writes of the runs before are not in /undo's journal; git diff "
+            "shows them.)" if session.config.resume is not None else "")
+
+
+def slash_diff(session, argument: str) -> str:
+    """/diff: the files the agent wrote in this run (those /undo knows), as one unified diff, each from before its
+    first write to what it holds now."""
+    ws, firsts = session.tools.workspace, {}
+    for write in ws.journal:
+        firsts.setdefault(write.path, write.before)  # path -> its bytes before the agent's first write to it
+    if not firsts:
+        return ("No changes: the agent has written no file in this run (/diff shows the writes /undo knows: this "
+                f"run's).{before_resume(session)}")
+    diff = "".join(file_diff(ws, path, before) for path, before in firsts.items())
+    lines = diff.splitlines()
+    added, removed = (sum(line[:1] == sign and line[:4] != sign * 3 + " " for line in lines) for sign in "+-")
+    n_files = sum(line.startswith("+++ ") for line in lines)
+    if not n_files:
+        return f"No changes: the {count(len(firsts), 'file')} the agent wrote in this run hold what they held before."
+    return paged(f"{count(n_files, 'file')} changed by the agent in this run (+{added:,} -{removed:,} lines), each "
+                 "from before the agent's first write to it to what it holds now:", diff.removesuffix("\n"))
+
+
+def file_diff(ws, path: Path, before: bytes | None) -> str:
+    """One file's part of /diff: `diff -u` from `before` (None: it did not exist) to what it holds now."""
+    name = ws.relative(path)
+    try:
+        now = ws.read(path) if ws.stat(path) is not None else None
+    except (ToolError, OSError) as error:
+        return f"(not shown: {name}: {error})\n"
+    if now == before:
+        return ""
+    old, new = (decode(data) if data is not None else None for data in (before, now))
+    if (before is not None and old is None) or (now is not None and new is None):
+        return f"Binary files {'a/' + name if before is not None else '/dev/null'} and b/{name} differ\n"
+    diff = unified_diff(old.text if old else "", new.text if new else "", name)
+    diff = diff.replace(f"--- a/{name}\n", "--- /dev/null\n", 1) if before is None else diff
+    diff = diff.replace(f"+++ b/{name}\n", "+++ /dev/null\n", 1) if now is None else diff
+    return diff or f"(only the line endings of {name} changed)\n"
+
+
+def slash_show(session, argument: str) -> str:
+    """/show: the last tool result whole (a command's whole output, when the model was given its head and tail)."""
+    if display.last_result is None:
+        return "No tool result yet in this session."
+    text, note = display.last_result, ""
+    uncut = session.tools.workspace.uncut
+    if uncut is not None and uncut[0] == text:  # the command's output was cut for the model: the user sees it all
+        text = uncut[1]
+        note = f" (cut for the model, which was given its first and last {OUTPUT_MAX_BYTES // 2:,} bytes)"
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    return paged(f"The last tool result, whole: {count(len(split_lines(text)), 'line')}, {size:,} bytes{note}:", text)
+
+
+def paged(header: str, text: str) -> str:
+    """What a command returns to show `header` and a text that may be long: both, or, at a terminal where the
+    text is taller than the screen, "" once the header is logged and the text shown in the user's pager ($PAGER,
+    else less), escaped as log() escapes it. Without a pager that runs, the text is logged after all."""
+    if not at_terminal() or len(split_lines(text)) + 2 <= shutil.get_terminal_size().lines:
+        return f"{header}\n{text}"
+    command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
+    if not command:
+        return f"{header}\n{text}"
+    log(header.removesuffix(":") + " (in the pager: q leaves it):")
+    # LESS as git sets it: leave at once when it fits a screen (F), and leave the text on the screen (X).
+    pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env={"LESS": "FRX", **os.environ},
+                             encoding="utf-8", errors="backslashreplace")  # the user's own setting, as git runs it
+    try:
+        with pager.stdin:
+            pager.stdin.write(escape(text, keep="\n\t") + "\n")
+    except (OSError, KeyboardInterrupt):  # the user left the pager before the end (q, or Ctrl-C)
+        pass
+    while True:
+        try:
+            code = pager.wait()
+            break
+        except KeyboardInterrupt:  # Ctrl-C is the pager's (less stops a search with it): wait until it ends
+            continue
+    if code in (126, 127):  # the shell found no such program, or could not run it
+        return f"(the pager {command!r} could not run (exit code {code}); here it is:)\n{text}"
+    return ""
+
+
+def at_terminal() -> bool:
+    """Whether a person reads this at a terminal, where a pager can take the screen."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def slash_tokens(session, argument: str) -> str:
@@ -139,6 +250,7 @@ def slash_model(session, argument: str) -> str:
     if any(char.isspace() or not char.isprintable() for char in argument):
         return f"Not changed: a model name has no spaces ({argument!r})."
     session.model.client.model = session.config.model = argument
+    session.history.transcript.write("model", model=argument)  # so that --resume can say it goes on without it
     return f"The next requests go to {argument}."
 
 
@@ -183,4 +295,4 @@ def slash_exit(session, argument: str) -> str:
 
 # name -> function, in the order /help lists them
 COMMANDS = {command.__name__.removeprefix("slash_"): command for command in (slash_help, slash_reset, slash_undo,
-            slash_tokens, slash_model, slash_mode, slash_sandbox, slash_compact, slash_exit)}
+            slash_diff, slash_show, slash_tokens, slash_model, slash_mode, slash_sandbox, slash_compact, slash_exit)}

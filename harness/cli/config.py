@@ -52,7 +52,7 @@ class Config:
     mode: str = "ask"  # PLAINAGENT_MODE, --mode (-y is --mode yes): what is asked before writes and commands
     deny: str = ""  # PLAINAGENT_DENY: more commands never to run, "terraform destroy; npm publish" (guard.py)
     fetch: bool = True  # PLAINAGENT_FETCH (on/off): offer web_fetch
-    fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts fetched unasked, private ones too
+    fetch_allow: frozenset[str] = frozenset()  # PLAINAGENT_FETCH_ALLOW: hosts reachable, private ones too
     sandbox: bool = True  # PLAINAGENT_SANDBOX (on/off): commands inside the kernel boundary, where there is one
     sandbox_network: bool = False  # PLAINAGENT_SANDBOX_NETWORK (on/off): commands may use the network
     sandbox_write: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_WRITE: more folders commands may write in (":")

@@ -33,7 +33,7 @@ from harness.parser.toolcalls import opens_call
 from harness.sandbox.landlock import Boundary
 from harness.sandbox.permissions import describe_mode
 from harness.sandbox.refusals import REFUSAL_NOTE
-from harness.sandbox.shell import failed
+from harness.sandbox.shell import cut_lines, failed
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -321,12 +321,19 @@ def show_start(config, boundary: Boundary | None) -> None:
 
 
 def summarize(output: str, whole: bool = False) -> str:
-    """A result's first line, and how many more there are, for the activity log; under it, a failed command's last
-    lines, and what the kernel sandbox refused, if it did (the note the model reads ends the result: the user
-    sees why too). A first line
-    longer than GLIMPSE is cut, and says so, unless `whole`: an error's line ends with the advice, never cut."""
+    """A result's first line, and how many more there are, for the activity log (and, when a command's output was
+    cut for the model, which lines it saw); under it, a failed command's last lines, and what the kernel sandbox
+    refused, if it did (the note the model reads ends the result: the user sees why too). A first line longer
+    than GLIMPSE is cut, and says so, unless `whole`: an error's line ends with the advice, never cut. The result
+    is kept as the last one shown, for /show."""
+    global last_result
+    last_result = output
     lines = output.splitlines() or [""]
     more = f" (+{count(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
+    if cut := cut_lines(output):  # the lines the model did not see are the user's to know of
+        n_lines, n_first, n_last = cut
+        more = (f" (+{count(n_lines - 1, 'line')}: cut for the model, which saw the first {n_first:,} and the last "
+                f"{n_last:,}; /show shows them all)")
     refused = next((line for line in lines[1:] if line.startswith(REFUSAL_NOTE)), "")
     refused = f"\n  {refused[1:].split(': commands ')[0]} (/sandbox: what commands may do)" if refused else ""
     first = lines[0] if whole or len(lines[0]) <= GLIMPSE else lines[0][:GLIMPSE] + "…"
@@ -338,6 +345,7 @@ def summarize(output: str, whole: bool = False) -> str:
 
 GLIMPSE = 150  # characters of a result's first line in the activity log: what it is, not all of it
 FAILED_TAIL = 3  # last lines of a failed command's output shown under its line
+last_result: str | None = None  # the last tool result the activity log summarized (a sub-agent's too): /show's
 
 
 def log(line: str) -> None:

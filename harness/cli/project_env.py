@@ -42,7 +42,7 @@ from harness.common.hosts import is_local
 KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
 MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
 ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
-FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch offered; hosts fetched unasked
+FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch offered; hosts it may reach
 # setting -> the one value a project's .env may give it: the one that asks more
 TIGHTEN_ONLY = {"PLAINAGENT_SANDBOX": "on", "PLAINAGENT_SANDBOX_NETWORK": "off"}
 NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE")  # settings only the user may give: they let more through

@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.cli import prefixes  # the narrower always: what "a WORDS" approves
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.common.words import count
 from harness.sandbox.permissions import ACTS_LATER
@@ -231,11 +232,13 @@ POLITE_WORDS = YES_WORDS | {"ahead", "it", "for", "please", "thanks", "thank", "
 NO_WORDS = {"n", "no", "nope", "nah"}
 
 
-def parse_answer(answer: str) -> tuple[str, str]:
-    """("yes" | "always" | "no", what the model is told when it is no).
+def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
+    """("yes" | "always" | "prefix" | "no", what the model is told when it is no, or the prefix).
 
     A plain yes in common words ("yes.", "Yes please", "ok", "sure", "go ahead") approves; "a" or "always"
-    approves the rest of the session; anything else refuses, and the user's words become the reason.
+    approves the rest of the session; to a `command`'s question, "a WORDS" (or "always WORDS") whose words are
+    the command's first approves it and, for the session, the commands prefix_allows; anything else refuses, and
+    the user's words become the reason.
     """
     words = [word.strip(".,;:!?'\"") for word in answer.lower().split()]
     words = [word for word in words if word]
@@ -243,6 +246,9 @@ def parse_answer(answer: str) -> tuple[str, str]:
         return "yes", ""
     if words in (["a"], ["always"]):
         return "always", ""
+    prefix = prefixes.given(answer)
+    if command is not None and prefix and prefixes.prefix_allows(prefix, command):  # what it will approve later
+        return "prefix", prefix
     text = answer.strip()
     if words and words[0] in YES_WORDS:  # "yes, but use pathlib": a condition is not an approval
         return "no", f"The user did not approve it as it is, and said: {text}"
@@ -252,13 +258,16 @@ def parse_answer(answer: str) -> tuple[str, str]:
 
 
 class TerminalConfirm:
-    """Asks the user before each write or command: yes, no (with a reason), or always for this session."""
+    """Asks the user before each write or command: yes, no (with a reason), or always for this session (for a
+    command, always or only for the commands that start with the words given: prefixes.prefix_allows)."""
 
     def __init__(self, root: Path | None = None, *, stdin=None, terminal: str = "/dev/tty"):
         self.root = root  # the workspace, where commands run
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
-        self.always: set[str] = set()  # kinds ("edit", "command") and hosts ("fetch from HOST") always approved
+        # Kinds ("edit", "command"), hosts ("fetch from HOST") and commands' first words ("command starting with
+        # python -m pytest") always approved; one set, which a /mode switch forgets (permissions.py).
+        self.always: set[str] = set()
         self.unasked: list[str] = []  # what was refused because nobody could be asked ("create a.py", "run ls")
 
     def preview(self, kind: str, title: str, preview: str) -> str:
@@ -268,6 +277,9 @@ class TerminalConfirm:
     def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
         scope = title if kind == "fetch" else kind  # a fetch's "always" is for its host only
         if scope in self.always and not why:  # an edit that acts later is asked each time
+            return None
+        command = preview.removeprefix("$ ") if kind == "command" else None  # the tools show a command after "$ "
+        if command is not None and prefixes.approved(self.always, command):
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
@@ -281,19 +293,33 @@ class TerminalConfirm:
                 terminal.write("(discarded what was typed before this question)\n")
             terminal.write(question)
             answer = terminal.read_answer() or ""
-            if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
-                preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, True, why)
-                terminal.write(preview_text + question)
+            while True:  # until an answer that decides: "v" and "?" show more, words that start no command
+                if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
+                    preview_text, question = render_question(kind, title, preview, self.root, terminal.mark,
+                                                             whole=True, why=why)
+                    terminal.write(preview_text)
+                elif answer.strip() == "?":
+                    terminal.write(prefixes.ANSWERS_HELP)
+                elif command is not None and (prefix := prefixes.given(answer)) and \
+                        not prefixes.prefix_allows(prefix, command):  # no reason, no approval: ask again
+                    terminal.write(escape(prefixes.not_approved(prefix, command), keep="\n"))
+                else:
+                    break
+                terminal.write(question)
                 answer = terminal.read_answer() or ""
-            verdict, refusal = parse_answer(answer)
+            verdict, refusal = parse_answer(answer, command)
             if verdict == "always" and why:
                 terminal.write("(approved this once: an edit that acts later is asked each time)\n")
             elif verdict == "always":
                 self.always.add(scope)
-                terminal.write(f"(approving every {scope} for the rest of this session)\n")
+                narrower = f"; {prefixes.narrower(command)}" if command is not None else ""
+                terminal.write(escape(f"(approving every {scope} for the rest of this session{narrower})\n", keep="\n"))
+            elif verdict == "prefix":
+                self.always.add(prefixes.PREFIXED + refusal)
+                terminal.write(escape(prefixes.approving(refusal), keep="\n"))
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
-        return None if verdict in ("yes", "always") else refusal
+        return None if verdict in ("yes", "always", "prefix") else refusal
 
 
 def ask_user(text: str, question: str, stdin=None, terminal: str = "/dev/tty") -> str | None:

@@ -136,6 +136,10 @@ def open_session(config, log: Callable[[str], None]) -> tuple[Transcript, Loaded
             log(f"This session{how.format(loaded.mode)}; it goes on in mode {config.mode} "
                 f"({describe_mode(config.mode)}){back if loaded.switched else '.'}")
             loaded.notes.append(f"This session goes on in mode {config.mode}: it {describe_mode(config.mode)}.")
+        if loaded.model not in (None, config.model):  # the same for the model: this run's settings, and said
+            how = "had been switched to model {} with /model" if loaded.model_switched else "ran with model {}"
+            log(f"This session {how.format(loaded.model)}; it goes on with model {config.model}. To go on with "
+                f"{loaded.model}: --model {loaded.model}, or /model {loaded.model} in the REPL.")
         return transcript, loaded
     path = config.log or new_session_path(config.workspace)
     return Transcript.create(path, header, secret=config.api_key, log=log, explicit=config.log is not None), None
@@ -288,6 +292,8 @@ class Loaded:
     context_tokens: int | None = None  # the budget, if the session lowered it (a server's window)
     mode: str | None = None  # the mode the session was last in (None: a transcript that does not say)
     switched: bool = False  # ... because the user switched to it with /mode
+    model: str | None = None  # the model the session last used (None: a transcript that does not say)
+    model_switched: bool = False  # ... because the user switched to it with /model
     notes: list[str] = field(default_factory=list)  # for the model, with the next task: what changed meanwhile
     warnings: list[str] = field(default_factory=list)
 
@@ -303,7 +309,8 @@ def load(path: Path) -> Loaded:
     if not (header and header.get("type") == "session" and header.get("program") == "plainagent"):
         raise TranscriptError(f"--resume {path}: not a plainagent transcript (its first line is no session "
                               "header); name a file written by plainagent, or use --resume alone for the latest.")
-    loaded = Loaded(path, header, mode=header.get("mode") if header.get("mode") in MODES else None)
+    loaded = Loaded(path, header, mode=header.get("mode") if header.get("mode") in MODES else None,
+                    model=header.get("model") if isinstance(header.get("model"), str) else None)
     # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
     messages, results = [{"role": "system", "content": ""}], {}
     for number, raw in enumerate(lines[1:], start=2):
@@ -341,6 +348,8 @@ def load(path: Path) -> Loaded:
             loaded.context_tokens = tokens
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
             loaded.mode, loaded.switched = entry["mode"], kind == "mode"
+        if kind in ("resumed", "model") and isinstance(entry.get("model"), str):  # a later run's model, or a switch
+            loaded.model, loaded.model_switched = entry["model"], kind == "model"
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
 

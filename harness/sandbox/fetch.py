@@ -5,14 +5,17 @@ The failures it prevents:
     no API key, cookies forgotten when it ends, no passwords from ~/.netrc, which requests would otherwise add)
     with a plain User-Agent; proxies and CA bundle are the environment's, as for any web client;
   - a URL carrying data out unseen: nothing goes out, not even the DNS lookup (a name can carry data too),
-    before the user agreed (`approve`, which asks according to the mode: permissions.py) or the host is in
-    PLAINAGENT_FETCH_ALLOW; a redirect to another host is asked about again, since an allowed host's open
-    redirect would otherwise send the rest of the URL anywhere;
+    before the user agreed (`approve`, which asks according to the mode: permissions.py), a host in
+    PLAINAGENT_FETCH_ALLOW too: that list says which hosts may be reached, the mode whether to ask (being
+    reachable is no consent); a redirect to another host is asked about again, since a host's open redirect
+    would otherwise send the rest of the URL anywhere;
   - a way into the user's network: a host that resolves to a loopback, private, link-local (the cloud
     metadata address 169.254.169.254 among them) or other non-public address is refused in every mode unless
-    PLAINAGENT_FETCH_ALLOW names it; each redirect hop is checked the same way, and each connection again
-    once made, before the request is sent, so a name that gives the check a public address and the
-    connection a private one (DNS rebinding) gets nothing through;
+    PLAINAGENT_FETCH_ALLOW names it, as a name or as an address: a name allowed stands for the addresses it
+    resolves to on this machine ("localhost" lets http://127.0.0.1/ through, not 127.0.0.2), and a refusal says
+    which spelling to allow; each redirect hop is checked the same way, and each connection again once made,
+    before the request is sent, so a name that gives the check a public address and the connection a private
+    one (DNS rebinding) gets nothing through;
   - a page that never ends: timeouts, a deadline for the whole download, and a size limit counted while
     downloading, after gzip is undone (a small compressed body cannot fill the memory);
   - markup and binaries as text: HTML becomes text (html_text.py), other text comes as it is, in its charset;
@@ -73,27 +76,28 @@ def fetch(url: str, allowed: frozenset[str], approve: Approve, resolve: Resolver
           timeout: tuple[float, float] = TIMEOUT, max_seconds: float = MAX_SECONDS, max_bytes: int = MAX_BYTES,
           max_redirects: int = MAX_REDIRECTS) -> Page:
     """Fetch `url` and return its text, following redirects; ToolError with the reason when it is refused or
-    fails. Nothing goes out before `approve` has let a host through (an allowed host is not asked about)."""
+    fails. Nothing goes out before `approve` has let a host through (an allowed one too: `allowed` says what may be
+    reached, the mode whether the user is asked)."""
     resolve = resolve or addresses_of
     hops: list[str] = []
-    agreed: set[str] = set(allowed)  # hosts this fetch may send to without asking
+    agreed: set[str] = set()  # hosts this fetch may send to without asking again
     with requests.Session() as session:
         session.trust_env = False  # no ~/.netrc passwords; proxies and CA bundle are set below, for the web
         session.headers.clear()  # requests' own default headers, set again here, so each one sent is seen
         session.headers.update({"User-Agent": USER_AGENT, "Accept": ACCEPT, "Accept-Encoding": "gzip, deflate"})
-        session.mount("http://", CheckedAdapter(allowed))
-        session.mount("https://", CheckedAdapter(allowed))
+        session.mount("http://", CheckedAdapter(allowed, resolve))
+        session.mount("https://", CheckedAdapter(allowed, resolve))
         while True:  # each redirect is a new request, checked and asked about like the first
             url, host = checked_url(url, hops)
             if is_address(host):  # known without a lookup: refused before anyone is asked
-                check_addresses(host, [host], allowed, hops)
+                check_addresses(host, [host], allowed, hops, resolve)
             if host not in agreed:
                 approve(host, preview(url, hops))
                 agreed.add(host)
             # HTTP(S)_PROXY and NO_PROXY as for any web client; but no proxy stands before this machine (hosts.py).
             proxies = {} if is_loopback(url) else requests.utils.get_environ_proxies(url)
             if not is_address(host):
-                check_addresses(host, resolve(host, bool(proxies)), allowed, hops)
+                check_addresses(host, resolve(host, bool(proxies)), allowed, hops, resolve)
             response = get(session, url, timeout, proxies)
             if not response.is_redirect:
                 with response:
@@ -190,16 +194,35 @@ def non_public(address: str) -> str | None:
     return None
 
 
-def check_addresses(host: str, addresses: list[str], allowed: frozenset[str], hops: list[str]) -> None:
+def check_addresses(host: str, addresses: list[str], allowed: frozenset[str], hops: list[str],
+                    resolve: Resolver | None = None) -> None:
     """Refuse a host whose addresses include one the web cannot reach, unless the host or that address is in
-    PLAINAGENT_FETCH_ALLOW. Every address is checked: the connection may use any of them."""
+    PLAINAGENT_FETCH_ALLOW, or a name there resolves to it on this machine (`resolve`; none: names stand for
+    themselves alone). Every address is checked: the connection may use any of them."""
     for address in addresses:
-        kind = non_public(address)
-        if kind and host not in allowed and address.split("%", 1)[0] not in allowed:
+        kind, bare = non_public(address), address.split("%", 1)[0]
+        if kind and host not in allowed and bare not in allowed and bare not in named_addresses(allowed, resolve):
             named = host if host == address else f"{host} resolves to {address}, which"
             via = f" (redirected to by {hops[-1].rsplit(' (', 1)[0]})" if hops else ""
+            spelling = host if host == address else f"{host} (or the address {bare})"
             raise ToolError(f"{named}{via} is {kind}: web_fetch does not reach into the user's network "
-                            f"or this machine. The user can allow this host by adding it to PLAINAGENT_FETCH_ALLOW.")
+                            f"or this machine. The user can allow this host by adding {spelling} to "
+                            "PLAINAGENT_FETCH_ALLOW.")
+
+
+def named_addresses(allowed: frozenset[str], resolve: Resolver | None) -> set[str]:
+    """The addresses the names in PLAINAGENT_FETCH_ALLOW resolve to on this machine ("localhost": 127.0.0.1 and
+    ::1), so that a user who allowed a name is not refused its address. Looked up only when an address would
+    otherwise be refused; a name that does not resolve stands for nothing more."""
+    found = set()
+    for name in allowed if resolve is not None else ():
+        if is_address(name):
+            continue
+        try:
+            found.update(str(ipaddress.ip_address(address.split("%", 1)[0])) for address in resolve(name, False))
+        except (ToolError, ValueError, OSError):
+            continue
+    return found
 
 
 def is_address(host: str) -> bool:
@@ -214,13 +237,14 @@ class CheckedAdapter(HTTPAdapter):
     """requests' transport, with each direct connection checked once made and before the request goes out
     (a connection through a proxy reaches the proxy; the target was checked before it was asked for)."""
 
-    def __init__(self, allowed: frozenset[str]):
+    def __init__(self, allowed: frozenset[str], resolve: Resolver | None = None):
         self.allowed = allowed  # read by init_poolmanager, which HTTPAdapter.__init__ calls
+        self.resolve = resolve  # for the names in `allowed` (check_addresses)
         super().__init__(max_retries=0)
 
     def init_poolmanager(self, *args, **kwargs) -> None:
         super().init_poolmanager(*args, **kwargs)
-        allowed = self.allowed
+        allowed, resolve = self.allowed, self.resolve
 
         def checked(pool: type) -> type:
             class Connection(pool.ConnectionCls):
@@ -228,7 +252,7 @@ class CheckedAdapter(HTTPAdapter):
                     super().connect()
                     peer = self.sock.getpeername()[0]
                     try:
-                        check_addresses(self.host, [peer], allowed, [])
+                        check_addresses(self.host, [peer], allowed, [], resolve)
                     except ToolError as refusal:
                         self.close()  # nothing was sent on it
                         raise ToolError(f"{refusal} (The name resolved to a public address when checked, and to "

@@ -13,10 +13,11 @@ with the reason, and refused where nobody can be asked.
 `Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write, command
 and fetch), so the mode is decided in one place; the question itself is the terminal's (`terminal.py`). The
 deny rules (`guard.py`) come before any of this: a denied command is refused in every mode. So do web_fetch's
-own checks (`fetch.py`): a host in PLAINAGENT_FETCH_ALLOW is never asked about, and an address in the user's
-network is refused in every mode, unless it is allowed. A fetch reads nothing of the workspace and writes
-nothing, so read-only offers it; but a URL can carry what the model has read out to anyone, so it is asked
-wherever anything is. PLAINAGENT_FETCH=off leaves it out in every mode.
+own checks (`fetch.py`): an address in the user's network is refused in every mode unless
+PLAINAGENT_FETCH_ALLOW lets it through (which makes it reachable; the user is still asked, as the mode says).
+A fetch reads nothing of the workspace and writes nothing, so read-only offers it; but a URL can carry what
+the model has read out to anyone, so it is asked wherever anything is. PLAINAGENT_FETCH=off leaves it out in
+every mode.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ In the workspace root, with the user's environment minus the API key, without st
 own so that a timeout or a Ctrl-C kills everything it started (not only the shell, leaving a server running
 behind the user's back), tethered to the agent so that it ends when the agent is killed (tether.py), and with its
 output bounded while it runs (`yes` for a minute must not fill the memory): the head and the tail are kept, the
-API key redacted before the cut is marked.
+API key redacted before the cut is marked. The model gets OUTPUT_MAX_BYTES of it, the mark saying how many lines
+it did not see; the user may see more (/show): what was kept, up to SHOWN_MAX_BYTES, is left with the workspace
+(`Workspace.uncut`) when the model's copy was cut.
 
 On Windows the shell is cmd.exe, the command gets a process group of its own (CREATE_NEW_PROCESS_GROUP: the
 console's Ctrl-C is the agent's, not the command's), and its tree is killed with `taskkill /T /F`; there is no
@@ -30,7 +32,8 @@ from harness.sandbox.refusals import refusal_note
 from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.workspace import Workspace
 
-OUTPUT_MAX_BYTES = 20_000  # run_command output kept (half from the start, half from the end)
+OUTPUT_MAX_BYTES = 20_000  # run_command output the model gets (half from the start, half from the end)
+SHOWN_MAX_BYTES = 2_000_000  # ... and the user can see with /show when the model's copy was cut
 WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("tether.py")
@@ -48,7 +51,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         confine = [str(boundary.ruleset()), seccomp_program(boundary.network).hex()]
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
     process, tether = start(command, ws.root, env, confine)
-    output = HeadAndTail(OUTPUT_MAX_BYTES)
+    output = HeadAndTail(SHOWN_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
     reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
     reader.start()
@@ -67,9 +70,17 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
             os.close(tether)
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
-    text = output.text(ws.redact).removesuffix("\n")
-    if confine and (note := refusal_note(boundary, text, status)):  # a wall, not a glitch to try again
-        text = f"{text}\n{note}"
+    text = output.text(ws.redact, OUTPUT_MAX_BYTES).removesuffix("\n")
+    note = refusal_note(boundary, text, status) if confine else None  # a wall, not a glitch to try again
+    result = as_result(status, f"{text}\n{note}" if note else text)
+    if output.is_cut(OUTPUT_MAX_BYTES):  # the user can see what the model did not: /show
+        whole = output.text(ws.redact).removesuffix("\n")
+        ws.uncut = (result, as_result(status, f"{whole}\n{note}" if note else whole))
+    return result
+
+
+def as_result(status: str, text: str) -> str:
+    """run_command's result: the output, after a status line unless the command succeeded."""
     if status == "exit code 0" and not STATUS_LINE.match(text):  # success goes unsaid, as in the frame and a shell
         return text or "(no output)"
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
@@ -165,24 +176,55 @@ class HeadAndTail:
     def __init__(self, limit: int):
         self.half = limit // 2
         self.head, self.tail, self.n_dropped = bytearray(), bytearray(), 0
+        self.n_breaks, self.n_dropped_breaks, self.ends_in_break = 0, 0, True  # line breaks: all, and dropped
 
     def read_all(self, stream) -> None:
         while chunk := stream.read1(65536):
+            self.n_breaks += chunk.count(b"\n")
+            self.ends_in_break = chunk.endswith(b"\n")
             room = self.half - len(self.head)
             self.head += chunk[:room]
             self.tail += chunk[max(room, 0):]
             if len(self.tail) > self.half:
-                self.n_dropped += len(self.tail) - self.half
-                del self.tail[: len(self.tail) - self.half]
+                excess = len(self.tail) - self.half
+                self.n_dropped += excess
+                self.n_dropped_breaks += self.tail.count(b"\n", 0, excess)
+                del self.tail[:excess]
 
-    def text(self, redact: Callable[..., str]) -> str:
-        """The output kept, redacted by `redact` (Workspace.redact) before the cut is marked: a key the cut
-        went through is blanked on both sides of it."""
-        if not self.n_dropped:
-            return redact((self.head + self.tail).decode("utf-8", errors="replace"))
-        head = redact(self.head.decode("utf-8", errors="replace"), cut_after=True)
-        tail = redact(self.tail.decode("utf-8", errors="replace"), cut_before=True)
-        return f"{head}\n[... {self.n_dropped:,} bytes dropped ...]\n{tail}"
+    def is_cut(self, limit: int) -> bool:
+        """Whether text(..., limit) leaves something out."""
+        return self.n_dropped > 0 or len(self.head) + len(self.tail) > limit
+
+    def text(self, redact: Callable[..., str], limit: int | None = None) -> str:
+        """The output kept, or its first and last `limit // 2` bytes, redacted by `redact` (Workspace.redact)
+        before the cut is marked: a key the cut went through is blanked on both sides of it. The mark says how
+        many bytes and lines were left out."""
+        kept = self.head + self.tail  # with n_dropped bytes between head and tail, if any
+        half = self.half if limit is None or not self.is_cut(limit) else limit // 2
+        if not self.n_dropped and len(kept) <= 2 * half:
+            return redact(kept.decode("utf-8", errors="replace"))
+        head, tail = kept[:half], kept[len(kept) - half:]
+        n_dropped = self.n_dropped + len(kept) - 2 * half
+        n_dropped_breaks = self.n_dropped_breaks + kept.count(b"\n", half, len(kept) - half)
+        n_lines = self.n_breaks + (not self.ends_in_break)
+        lines = f": about {n_dropped_breaks:,} of the {n_lines:,} lines" if n_dropped_breaks else ""
+        head = redact(head.decode("utf-8", errors="replace"), cut_after=True)
+        tail = redact(tail.decode("utf-8", errors="replace"), cut_before=True)
+        return f"{head}\n[... {n_dropped:,} bytes dropped{lines} ...]\n{tail}"
+
+
+CUT_MARK = re.compile(r"\n\[\.\.\. [\d,]+ bytes dropped: about [\d,]+ of the ([\d,]+) lines \.\.\.\]\n")
+
+
+def cut_lines(result: str) -> tuple[int, int, int] | None:
+    """How run_command's result was cut for the model, by its mark: (lines in all, the first seen, the last
+    seen); None when it was not cut (or inside one long line)."""
+    found = CUT_MARK.search(result)
+    if found is None:
+        return None
+    head = result[:found.start()]
+    n_first = head.count("\n") + 1 - bool(STATUS_LINE.match(head) and failed(head))
+    return int(found[1].replace(",", "")), n_first, result[found.end():].count("\n") + 1
 
 
 def kill_tree(process: subprocess.Popen) -> None:

@@ -95,8 +95,10 @@ class Workspace:
     deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
-    fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch reaches unasked, private ones too (fetch.py)
+    fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
+    uncut: tuple[str, str] | None = None  # the last command result cut for the model: (its result, the output
+    # as kept for the user, up to shell.py's SHOWN_MAX_BYTES), for /show
 
     def __post_init__(self):
         self.secret = self.secret if isinstance(self.secret, Secret) else Secret(self.secret)  # a bare key, in tests

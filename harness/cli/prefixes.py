@@ -1,0 +1,87 @@
+"""The narrower "always" for commands: an answer "a WORDS" to a command's question approves that command and, for
+the rest of the session, every command whose first words are WORDS, so that a user who runs the tests thirty
+times is asked once, without approving every command there is.
+
+What a prefix approves must be predictable at a glance, so the rule reads characters, not the shell's grammar: a
+command holding any of SHELL_OPERATORS, or a line break, is asked again whatever its first words, since those are
+what let one line run, substitute or redirect more than one program ("python -m pytest; rm -rf ~",
+"python -m pytest $(curl …)", "python -m pytest > ~/.bashrc"). The deny rules (guard.py) and the kernel boundary
+(landlock.py) still stand in front of every command approved this way.
+"""
+
+from __future__ import annotations
+
+import re
+
+ALWAYS_WORDS = re.compile(r"\s*(?:a|always)\s+(\S.*?)\s*", re.IGNORECASE)  # "a python -m pytest": a prefix
+PREFIXED = "command starting with "  # an "a WORDS" answer's scope among TerminalConfirm's "always" answers
+# What lets a shell line run, substitute or redirect more than one program: a command holding any of them (quoted
+# too: the rule reads characters, not the shell's grammar, so that a person can check it at a glance) or a line
+# break is never approved by a prefix.
+SHELL_OPERATORS = (";", "&", "|", "<", ">", "(", ")", "$", "`")
+ANSWERS_HELP = """
+y: yes, this once.
+n, or any words: no; your words go to the model as the reason.
+a: always, for the rest of this session: every command (for an edit, every edit; for a fetch, that host).
+a WORDS: this command, and for the rest of this session every command whose first words are WORDS
+  ("a python -m pytest" approves "python -m pytest -q tests/"), unless it holds ; & | < > ( ) $ ` or a line break:
+  such a command can run or redirect more than one program, so it is asked again. Deny rules still apply.
+v: see a long new file whole (when offered).
+
+"""
+
+
+def prefix_allows(prefix: str, command: str) -> bool:
+    """Whether the user's "a PREFIX" approves `command`: its first words (split at white space) are the prefix's,
+    and it holds no SHELL_OPERATORS and no line break. "python -m pytest" approves "python -m pytest -q tests/",
+    not "python -m pytestx", nor "python -m pytest; rm -rf ~"."""
+    return not chains(command) and words(command)[:len(words(prefix))] == words(prefix)
+
+
+def chains(command: str) -> bool:
+    """Whether a command holds a character that could run, feed or redirect another program: one of
+    SHELL_OPERATORS, or a line break."""
+    return any(char in command for char in (*SHELL_OPERATORS, "\n", "\r"))
+
+
+def words(line: str) -> list[str]:
+    """A command line's words as the shell splits them: at spaces and tabs only (str.split would also split at a
+    no-break space, which the shell keeps inside a word: "echo\u00a0x" is not the program echo)."""
+    return re.findall(r"[^ \t]+", line)
+
+
+def given(answer: str) -> str | None:
+    """The words of an answer "a WORDS" (or "always WORDS"), as one space-separated prefix; None for another."""
+    found = ALWAYS_WORDS.fullmatch(answer)
+    return " ".join(words(found[1])) if found else None
+
+
+def approved(always: set[str], command: str) -> bool:
+    """Whether one of the "a WORDS" answers among a session's "always" answers approves `command`."""
+    return any(prefix_allows(scope.removeprefix(PREFIXED), command) for scope in always if scope.startswith(PREFIXED))
+
+
+def approving(prefix: str) -> str:
+    """What the user is told once "a PREFIX" is taken."""
+    return (f"(approving, for the rest of this session, each command whose first words are `{prefix}` and that "
+            f"holds none of {' '.join(SHELL_OPERATORS)} nor a line break)\n")
+
+
+def not_approved(prefix: str, command: str) -> str:
+    """Why "a PREFIX" does not approve `command`, before the question is asked again."""
+    if chains(command):
+        return (f"(a WORDS approves only commands that hold none of {' '.join(SHELL_OPERATORS)} nor a line break, "
+                "and this one does: answer y to run it this once, or n)\n")
+    return (f"(this command does not start with `{prefix}`: a WORDS approves the commands whose first words are "
+            "WORDS; answer again, or ? for help)\n")
+
+
+def narrower(command: str) -> str:
+    """After a plain "a" to a command: how to approve fewer commands next time."""
+    return f"to approve only the commands that start with some words, answer a WORDS, e.g. a {example_prefix(command)}"
+
+
+def example_prefix(command: str) -> str:
+    """The words an example of "a WORDS" names: the program, and its subcommand or module ("python -m pytest")."""
+    first = words(command)
+    return " ".join(first[:3] if first[1:2] == ["-m"] else first[:2])
