@@ -36,8 +36,8 @@ def root(request, tmp_path, monkeypatch):
 @pytest.mark.parametrize("target", ["../outside", "sub"])  # even a link that stays inside: it was not checked
 def test_a_link_on_the_way_is_refused_never_followed(root, target):
     os.symlink(target, root / "via")
-    for use in [lambda: beneath.read(root, root / "via/a.txt"), lambda: beneath.lstat(root, root / "via/a.txt"),
-                lambda: beneath.listing(root, root / "via"), lambda: beneath.create(root, root / "via/new.txt", b"x")]:
+    for use in [lambda: beneath.read(beneath.Root(root), root / "via/a.txt"), lambda: beneath.lstat(beneath.Root(root), root / "via/a.txt"),
+                lambda: beneath.listing(beneath.Root(root), root / "via"), lambda: beneath.create(beneath.Root(root), root / "via/new.txt", b"x")]:
         with pytest.raises(Changed) as changed:
             use()
         assert changed.value.how == "link"
@@ -47,23 +47,23 @@ def test_a_link_on_the_way_is_refused_never_followed(root, target):
 def test_a_link_as_the_file_itself_is_not_opened(root):
     os.symlink("../../outside/a.txt", root / "sub/link.txt")
     with pytest.raises(Changed) as changed:
-        beneath.read(root, root / "sub/link.txt")
+        beneath.read(beneath.Root(root), root / "sub/link.txt")
     assert changed.value.how == "link"
-    assert beneath.lstat(root, root / "sub/link.txt").st_size == len("../../outside/a.txt")  # the link itself
-    assert beneath.listing(root, root / "sub") == [("a.txt", False, False), ("link.txt", False, True)]
+    assert beneath.lstat(beneath.Root(root), root / "sub/link.txt").st_size == len("../../outside/a.txt")  # the link itself
+    assert beneath.listing(beneath.Root(root), root / "sub") == [("a.txt", False, False), ("link.txt", False, True)]
 
 
 def test_what_is_missing_is_none_and_a_file_on_the_way_is_missing_too(root):
-    assert beneath.lstat(root, root / "sub/nope.txt") is None
-    assert beneath.lstat(root, root / "sub/a.txt/x") is None
-    assert beneath.lstat(root, root / "nope/x") is None
-    assert beneath.read(root, root / "sub/a.txt") == b"inside\n"
+    assert beneath.lstat(beneath.Root(root), root / "sub/nope.txt") is None
+    assert beneath.lstat(beneath.Root(root), root / "sub/a.txt/x") is None
+    assert beneath.lstat(beneath.Root(root), root / "nope/x") is None
+    assert beneath.read(beneath.Root(root), root / "sub/a.txt") == b"inside\n"
 
 
 def test_a_pipe_is_refused_without_waiting_for_a_writer(root):
     os.mkfifo(root / "sub/pipe")
     with pytest.raises(Changed) as changed:
-        beneath.read(root, root / "sub/pipe")
+        beneath.read(beneath.Root(root), root / "sub/pipe")
     assert changed.value.how == "not a file"
 
 
@@ -73,7 +73,7 @@ def test_a_pipe_is_refused_without_waiting_for_a_writer(root):
 def test_a_new_file_never_replaces_anything_not_even_a_dangling_link(root):
     os.symlink("../../outside/new.txt", root / "sub/new.txt")
     with pytest.raises(Changed) as changed:
-        beneath.create(root, root / "sub/new.txt", b"x")
+        beneath.create(beneath.Root(root), root / "sub/new.txt", b"x")
     assert changed.value.how == "created" and not (root.parent / "outside/new.txt").exists()
 
 
@@ -83,7 +83,7 @@ def test_a_failed_creation_leaves_neither_the_file_nor_the_folders_it_made(root,
 
     monkeypatch.setattr(beneath.os, "fsync", full_disk)
     with pytest.raises(OSError):
-        beneath.create(root, root / "new/deeper/b.txt", b"data")
+        beneath.create(beneath.Root(root), root / "new/deeper/b.txt", b"data")
     assert not (root / "new").exists()
 
 
@@ -93,20 +93,20 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(root, m
 
     monkeypatch.setattr(beneath.os, "replace", full_disk)
     with pytest.raises(OSError):
-        beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"inside\n")
+        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
     assert (root / "sub/a.txt").read_bytes() == b"inside\n" and os.listdir(root / "sub") == ["a.txt"]
 
 
 def test_a_write_over_other_bytes_than_expected_writes_nothing(root):
     with pytest.raises(Changed) as changed:
-        beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"what the edit was made from\n")
+        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"what the edit was made from\n")
     assert changed.value.how == "changed" and (root / "sub/a.txt").read_bytes() == b"inside\n"
 
 
 def test_a_file_with_other_names_is_written_in_place(root):
     os.link(root / "sub/a.txt", root.parent / "outside/b.txt")
     inode = (root / "sub/a.txt").stat().st_ino
-    beneath.replace(root, root / "sub/a.txt", b"new\n", expected=b"inside\n")
+    beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
     assert (root.parent / "outside/b.txt").read_bytes() == b"new\n" and (root / "sub/a.txt").stat().st_ino == inode
 
 
@@ -118,7 +118,7 @@ def test_an_in_place_write_that_fails_halfway_puts_the_old_bytes_back(root, monk
 
     monkeypatch.setattr(beneath.os, "fsync", full_disk)
     with pytest.raises(OSError):
-        beneath.replace(root, root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
+        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
     assert (root / "sub/b.txt").read_bytes() == b"inside\n"
 
 
@@ -127,8 +127,8 @@ def test_removing_folders_stops_at_one_that_holds_something_and_follows_no_link(
     os.symlink("../outside/empty", root / "gone")
     (root / "a/b").mkdir(parents=True)
     (root / "a/mine.txt").write_bytes(b"")
-    beneath.remove_folders(root, [root / "gone", root / "a/b", root / "a"])
-    beneath.remove_folders(root, [root / "a/b", root / "a"])
+    beneath.remove_folders(beneath.Root(root), [root / "gone", root / "a/b", root / "a"])
+    beneath.remove_folders(beneath.Root(root), [root / "a/b", root / "a"])
     assert (tmp_path / "outside/empty").is_dir() and sorted(os.listdir(root / "a")) == ["mine.txt"]
 
 
@@ -213,3 +213,55 @@ def test_a_concurrent_swapper_never_gets_a_tool_outside(swapper, tries):
     escapes["create"] = sum(name.startswith(("new-", ".")) for name in os.listdir(outside))  # files, temporaries
     assert escapes == {"read": 0, "list": 0, "search": 0, "edit": 0, "create": 0}
     assert sorted(os.listdir(outside)) == sorted(["file.txt", "only-outside.txt"] + [f"e{i}.txt" for i in range(tries)])
+
+
+# --- the root itself swapped for a link: whoever may write in its parent can exchange the two in 100 µs ---
+
+ROOT_SWAPPER = """
+import ctypes, os, sys
+root, aside = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+print("ready", flush=True)
+while True:  # the workspace and a link to outside/ trade places, as fast as the kernel allows
+    libc.renameat2(AT_FDCWD, root.encode(), AT_FDCWD, aside.encode(), RENAME_EXCHANGE)
+"""
+
+
+@pytest.mark.skipif(not beneath.DESCRIPTORS or not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+def test_the_root_swapped_for_a_link_never_gets_a_tool_outside(tmp_path, monkeypatch, tries):
+    """On the code that opened the root by name at each use (issue 27 item 6), 300 tries got 68 reads, 44
+    creations and 5 edits outside. Opened once, the root is the folder the session started in, wherever it is."""
+    monkeypatch.setenv("PATH", "")  # no git to ask at each listing
+    root, outside = tmp_path / "project", tmp_path / "outside"
+    (root / "sub").mkdir(parents=True)
+    (outside / "sub").mkdir(parents=True)
+    (root / "sub/file.txt").write_bytes(b"inside\n")
+    (outside / "sub/file.txt").write_bytes(b"OUTSIDE\n")
+    (outside / "sub/only-outside.txt").write_bytes(b"OUTSIDE\n")
+    for i in range(tries):
+        for folder in (root, outside):
+            (folder / f"sub/e{i}.txt").write_bytes(f"edit me {i}\n".encode())
+    os.symlink(outside, tmp_path / "aside")
+    ws = Workspace(root)  # the session starts in the real folder; the swapping begins after
+    process = subprocess.Popen([sys.executable, "-c", ROOT_SWAPPER, str(root), str(tmp_path / "aside")],
+                               stdout=subprocess.PIPE)
+    try:
+        assert process.stdout.readline() == b"ready\n"
+        calls = {"read": lambda i: ("read_file", {"path": "sub/file.txt"}),
+                 "list": lambda i: ("list_files", {"path": "sub"}),
+                 "search": lambda i: ("search_files", {"pattern": "OUTSIDE|inside", "path": "sub", "glob": "file.txt"}),
+                 "edit": lambda i: ("edit_file", {"path": f"sub/e{i}.txt", "old_str": "edit me", "new_str": "edited"}),
+                 "create": lambda i: ("edit_file", {"path": f"sub/new-{i}.txt", "old_str": "", "new_str": "new\n"})}
+        outputs = {kind: [run_tool(ws, *call(i)).output for i in range(tries)] for kind, call in calls.items()}
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+    escapes = {kind: sum(bool(OUTSIDE_SEEN.search(output)) for output in found) for kind, found in outputs.items()}
+    escapes["edit"] = sum((outside / f"sub/e{i}.txt").read_bytes() != f"edit me {i}\n".encode() for i in range(tries))
+    escapes["create"] = sum(name.startswith(("new-", ".")) for name in os.listdir(outside / "sub"))
+    assert escapes == {"read": 0, "list": 0, "search": 0, "edit": 0, "create": 0}
+    real_root = root if root.is_dir() and not root.is_symlink() else tmp_path / "aside"
+    assert (real_root / "sub/file.txt").read_bytes() == b"inside\n"
+    assert sum(output.startswith("Edited") for output in outputs["edit"]) > 0  # the swap did not stop all work

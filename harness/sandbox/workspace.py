@@ -12,7 +12,8 @@ these rules itself; this module knows nothing about the tools (it must not impor
     is read or written (git commands through run_command are the way: git's store holds credentials in
     .git/config, and its own tools know how to read the rest);
   - what passed the gate is then used by its real path and nothing else: read, listed and written through
-    directory descriptors that follow no link (`beneath.py`), so nothing swapped in after the check is used;
+    directory descriptors that follow no link, from the root opened once (`beneath.py`), so nothing swapped in
+    after the check is used, the root itself included;
   - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what
     `ignore_rules.py` says: tools' folders, and what git ignores;
   - a write happens only if the file still holds what the edit was made from (or, for a new file, nothing is
@@ -97,12 +98,14 @@ class Workspace:
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
+    folder: beneath.Root = field(init=False, repr=False)  # the root, opened once: what every use starts from
     uncut: tuple[str, str] | None = None  # the last command result cut for the model: (its result, the output
     # as kept for the user, up to shell.py's SHOWN_MAX_BYTES), for /show
 
     def __post_init__(self):
         self.secret = self.secret if isinstance(self.secret, Secret) else Secret(self.secret)  # a bare key, in tests
         self.root = Path(self.root).resolve()
+        self.folder = beneath.Root(self.root)
         self.own = [folded(Path(path).resolve()) for path in [state_dir(), config_dir(), *self.own_files] if path]
 
     # --- paths ---
@@ -169,7 +172,7 @@ class Workspace:
         while folders:
             folder = folders.popleft()
             try:  # through descriptors: a folder swapped for a link since it was listed is not entered
-                items = beneath.listing(self.root, folder)
+                items = beneath.listing(self.folder, folder)
             except (OSError, Changed):  # unreadable (permissions), gone or swapped since it was listed
                 continue
             for name, is_dir, is_link in items:
@@ -210,7 +213,7 @@ class Workspace:
     def stat(self, full: Path) -> os.stat_result | None:
         """What is at the checked real path `full`, itself (None: nothing is)."""
         try:
-            return beneath.lstat(self.root, full)
+            return beneath.lstat(self.folder, full)
         except Changed as change:
             raise ToolError(self.changed_while_used(full, change.how)) from None
 
@@ -218,7 +221,7 @@ class Workspace:
         """The bytes of the regular file at the checked real path `full`; at most `limit` of them (a file can grow
         between the look at its size and the read)."""
         try:
-            return beneath.read(self.root, full, limit)
+            return beneath.read(self.folder, full, limit)
         except (FileNotFoundError, NotADirectoryError):  # there a moment ago (`stat`): gone since
             raise ToolError(self.changed_while_used(full, "removed")) from None
         except Changed as change:
@@ -227,7 +230,7 @@ class Workspace:
     def listing(self, full: Path) -> list[tuple[str, bool, bool]]:
         """(name, is a folder, is a link) of each entry in the checked real folder `full`."""
         try:
-            return beneath.listing(self.root, full)
+            return beneath.listing(self.folder, full)
         except (FileNotFoundError, NotADirectoryError):
             raise ToolError(self.changed_while_used(full, "removed")) from None
         except Changed as change:
@@ -260,9 +263,9 @@ class Workspace:
         saw, and their own edit made meanwhile must not be lost."""
         try:
             if before is None:
-                made_dirs = beneath.create(self.root, full, data)
+                made_dirs = beneath.create(self.folder, full, data)
             else:
-                beneath.replace(self.root, full, data, expected=before)
+                beneath.replace(self.folder, full, data, expected=before)
                 made_dirs = []
         except Changed as change:
             raise ToolError(self.changed_since_read(full, change.how)) from None
@@ -298,24 +301,24 @@ class Workspace:
         changed = (f"Not undone: {name} has changed since the agent wrote it (by you or a command), and undoing "
                    "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
         try:
-            info = beneath.lstat(self.root, last.path)
-            now = beneath.read(self.root, last.path) if info is not None else None
+            info = beneath.lstat(self.folder, last.path)
+            now = beneath.read(self.folder, last.path) if info is not None else None
         except Changed:  # a link, a folder or a pipe where the file was
             return changed
         except OSError as error:
             return f"Could not undo the last write to {name}: cannot read it ({error.strerror or error})."
         if now == last.before:  # the user took it back already (a created file deleted, an edit reverted)
             self.journal.pop()
-            beneath.remove_folders(self.root, last.made_dirs)
+            beneath.remove_folders(self.folder, last.made_dirs)
             return f"Nothing to undo in {name}: it is already as it was before the agent's last write."
         if now != last.after:
             return changed.replace("has changed", "was removed") if now is None else changed
         try:  # each checks once more that the file holds what the agent left, right before it acts
             if last.before is None:
-                beneath.remove(self.root, last.path, expected=last.after)
-                beneath.remove_folders(self.root, last.made_dirs)
+                beneath.remove(self.folder, last.path, expected=last.after)
+                beneath.remove_folders(self.folder, last.made_dirs)
             else:
-                beneath.replace(self.root, last.path, last.before, expected=last.after)
+                beneath.replace(self.folder, last.path, last.before, expected=last.after)
         except Changed:
             return changed
         except OSError as error:
