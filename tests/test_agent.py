@@ -135,7 +135,7 @@ def test_a_reply_cut_inside_a_call_is_not_run(tmp_path):
                         CUT_AT_OUTPUT_LIMIT), "ok")
     session.run("go")
     assert not (tmp_path / "big.py").exists()
-    assert "cut off at the output token limit" in results_in(session.history.messages[3])[0]["output"]
+    assert "cut off (at its token limit) inside this call" in results_in(session.history.messages[3])[0]["output"]
 
 
 def test_a_declined_write_reaches_the_model_with_the_reason(tmp_path):

@@ -372,7 +372,7 @@ def test_a_cut_off_reply_does_not_run_the_partial_call():
     reply = 'tool: read_file({"path": "a.py"})\ntool: edit_file({"path": "big.py", "old_str": "", "new_str": "def f():\n    pass\n    '
     outcome = calls_of(reply, finish_reason="length")
     assert outcome[0] == ("call", "read_file", R, None)
-    assert outcome[1][0] == "bad" and "cut off at the output token limit" in outcome[1][1]
+    assert outcome[1][0] == "bad" and "cut off (at its token limit) inside this call" in outcome[1][1]
 
 
 def test_the_lines_of_an_unclosed_call_are_its_arguments_not_calls_or_turns():

@@ -188,7 +188,7 @@ def read_call(text: str, head: re.Match, tool_names: list[str],
         return BadCall(UNKNOWN_TOOL.format(name=name, names=", ".join(tool_names)), name), end
     if args is None:
         if finish_reason == "length":
-            problem = ("Your reply was cut off at the output token limit inside this call, so it was not run. "
+            problem = ("Your reply was cut off (at its token limit) inside this call, so it was not run. "
                        "Continue with smaller steps: e.g. create a long file in parts.")
         return BadCall(f"The call to {name} could not be read: {problem}", name), end
     return ToolCall(name, args, repair), end
