@@ -5,6 +5,7 @@ import copy
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 from frames import read_results
@@ -239,6 +240,15 @@ def test_config_errors_exit_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("plainagent: ")
+
+
+def test_a_workspace_the_user_may_not_open_is_one_line_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """The tools open the root once, at the start (beneath.Root): a folder without read or search permission is said
+    then. (As root every folder opens, so the permission is taken away where it is asked.)"""
+    (tmp_path / "locked").mkdir()
+    monkeypatch.setattr("os.access", lambda path, mode: Path(path).name != "locked")
+    assert main(["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "-C", str(tmp_path / "locked")]) == 2
+    assert capsys.readouterr().err == f"plainagent: -C {tmp_path / 'locked'}: you may not open this folder (its permissions).\n"
 
 
 # --- asking the user ---

@@ -179,5 +179,6 @@ def test_a_virtual_environment_that_is_the_workspaces_own_stays(tmp_path, monkey
     monkeypatch.setattr(sys, "prefix", str(project_venv))
     environ = {"VIRTUAL_ENV": str(project_venv), "PATH": f"{project_venv}/bin:/usr/bin"}
     assert command_environment(environ, Workspace(tmp_path / "project")) == environ
+    (tmp_path / "other").mkdir()
     outside = Workspace(tmp_path / "other")
     assert command_environment(environ, outside) == {"PATH": "/usr/bin"}

@@ -296,6 +296,8 @@ def check_config(config: Config) -> None:
         if not config.workspace.is_dir():
             raise ConfigError(f"-C {config.workspace}: " + ("not a directory." if config.workspace.exists()
                                                             else "no such directory."))
+        if not os.access(config.workspace, os.R_OK | os.X_OK):  # the tools open it once, at the start
+            raise ConfigError(f"-C {config.workspace}: you may not open this folder (its permissions).")
     except OSError as error:  # a name too long, say
         raise ConfigError(f"-C {config.workspace}: {error.strerror or error}.") from None
 
