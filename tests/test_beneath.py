@@ -265,3 +265,18 @@ def test_the_root_swapped_for_a_link_never_gets_a_tool_outside(tmp_path, monkeyp
     real_root = root if root.is_dir() and not root.is_symlink() else tmp_path / "aside"
     assert (real_root / "sub/file.txt").read_bytes() == b"inside\n"
     assert sum(output.startswith("Edited") for output in outputs["edit"]) > 0  # the swap did not stop all work
+
+
+def test_a_root_moved_away_is_said_as_such_not_as_a_path_outside(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "ws/a.txt").write_bytes(b"in\n")
+    (tmp_path / "out/a.txt").write_bytes(b"OUT\n")
+    ws = Workspace(tmp_path / "ws")
+    os.rename(tmp_path / "ws", tmp_path / "ws-aside")
+    os.symlink(tmp_path / "out", tmp_path / "ws")
+    moved = (f"The workspace folder {tmp_path / 'ws'} was moved or replaced (by a link, say) since the session "
+             "started, so no path through it is used. Tell the user.")
+    assert run_tool(ws, "read_file", {"path": "a.txt"}).output == moved
+    assert run_tool(ws, "edit_file", {"path": "b.txt", "old_str": "", "new_str": "x"}).output == moved + " No changes were made."
+    assert sorted(os.listdir(tmp_path / "out")) == ["a.txt"]

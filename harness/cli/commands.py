@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
-from harness.cli.terminal import escape
+from harness.cli.terminal import ASKED_EVEN_WITH_YES, escape
 from harness.common.words import count
 from harness.model.replies import ChatError
 from harness.sandbox import ToolError
@@ -41,8 +41,10 @@ def answered(session) -> int:
     unasked = getattr(session.tools.permissions.ask, "unasked", None)
     if not unasked:
         return 0
+    yes_helps = not all(what.endswith(ASKED_EVEN_WITH_YES) for what in unasked)
+    or_yes = ", or with --yes to allow what it asks about" if yes_helps else ""
     log(f"plainagent: not done as asked: {'; '.join(unasked)} needed approval, and nobody could be asked (no "
-        "terminal). Run plainagent at a terminal to be asked, or with --yes to allow what it asks about.")
+        f"terminal). Run plainagent at a terminal to be asked{or_yes}.")
     unasked.clear()
     return NOT_DONE
 

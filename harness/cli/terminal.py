@@ -35,6 +35,7 @@ except ImportError:  # Windows: no terminal control; questions fall back to stdi
 
 PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
 PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
+ASKED_EVEN_WITH_YES = " (an edit that acts later: asked even with --yes)"  # how `unasked` marks one
 NO_TERMINAL = ("Nobody can be asked to approve it: plainagent is not running at a terminal. "
                "The user can run plainagent with --yes to allow writes and commands.")
 
@@ -284,7 +285,8 @@ class TerminalConfirm:
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
             first = preview.split("\n")[0].removeprefix("$ ")
-            self.unasked.append(f"run {first[:60]}{'…' * (len(first) > 60)}" if kind == "command" else title)
+            self.unasked.append(f"run {first[:60]}{'…' * (len(first) > 60)}" if kind == "command" else
+                                title + ASKED_EVEN_WITH_YES * bool(why))
             return ACTS_LATER.format(why=why) if why else NO_TERMINAL
         with terminal:
             preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, why=why)

@@ -113,7 +113,8 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
                         "there: the edit would change nothing.")
     warning = check_python_edit(document.text, text, path) if full.suffix == ".py" else ""
     shown = named(ws, path, full) + other_names(info)
-    ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)), acts_later(ws, full))
+    why = acts_later(ws, full, text, as_named(ws, path), info.st_nlink)  # asked in every mode when it is not ""
+    ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)), why)
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
     change = (describe_every(document.text, asked, text, places) if replace_all
               else describe_change(document.text, asked, text, first, last, rule))
@@ -124,7 +125,7 @@ def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool
     if exists:
         raise ToolError(f"{path} already exists, and an empty old_str only creates new files. To change it, "
                         "read it and pass the exact text to replace as old_str.")
-    ws.approve("edit", f"create {named(ws, path, full)}", content, acts_later(ws, full))
+    ws.approve("edit", f"create {named(ws, path, full)}", content, acts_later(ws, full, content, as_named(ws, path)))
     data = content.encode("utf-8")
     ws.write(full, data, before=None)  # never over a file created meanwhile
     n_lines = len(split_lines(content))
@@ -135,12 +136,17 @@ def named(ws: Workspace, path: str, full: Path) -> str:
     """The path as the model gave it, and the file that really changes when a link leads elsewhere:
     "docs/notes.md (a link to Makefile)". The user approves the file, not the link's name."""
     real = ws.relative(full)
-    given = Path(os.path.normpath(ws.root / path))
+    given = as_named(ws, path)
     if given == full:
         return path
     if given.is_symlink():
         return f"{path} (a link to {real})"
     return f"{path} (through a linked folder: {real})"
+
+
+def as_named(ws: Workspace, path: str) -> Path:
+    """The absolute path as the model named it, without "..", no link followed: a link's own name."""
+    return Path(os.path.normpath(ws.root / path))
 
 
 def other_names(info: os.stat_result) -> str:

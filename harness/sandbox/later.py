@@ -5,17 +5,23 @@ too), with the reason in the question, and refused where nobody can be asked.
 The failure it prevents is an edit that looks harmless in the log and runs code afterwards, outside the
 session, its sandbox and its undo: four small files (HEAD, config with core.fsmonitor, objects/, refs/) turn a
 folder into a git repository whose `config` git follows on the user's next `git status` (or a shell prompt that
-shows the branch); a line added to a hook in `.husky/` runs at the next commit; a line in `.envrc` runs at the
-next `cd`; a line in AGENTS.md sits in every later session's instructions. The rule, which docs/trust.md states
-for users:
-  - git's own folders and settings: a file named HEAD, commondir or gitdir anywhere (they make a folder a
-    repository git works in); anything else in a folder that already looks like one (holds HEAD, objects/,
-    refs/ or commondir); the files of git settings (.gitconfig, .gitmodules, .gitattributes, .lfsconfig,
-    ~/.config/git/); and the hooks: the folder git runs hooks from (`git rev-parse --git-path hooks`, which
-    follows core.hooksPath), .husky/, and the hook managers' settings (pre-commit, lefthook);
-  - what a shell, direnv or mise runs when it starts or enters a folder, and what starts at login;
-  - what an editor acts on when it opens the folder, and what Python runs at every start;
-  - the instructions and settings of coding agents, plainagent's among them (AGENTS.md, CLAUDE.md, .cursor/).
+shows the branch); a line added to a hook in `.husky/` runs at the next commit; a line in `.bashrc` runs in the
+next shell; a line in AGENTS.md sits in every later session's instructions. The rule, which docs/trust.md states
+for users, looks at the path as the model named it and at the file it really is (a link's name and its target
+both count), and at what git itself says:
+  - git's own folders: a file named HEAD, commondir or gitdir anywhere (they make a folder a repository git
+    works in); anything in a folder that holds a HEAD file; a repository's own parts (config, refs/, hooks/...)
+    in a folder that holds objects/ or refs/;
+  - git's settings: the files of ACTING_LATER's first row, any file git reads as its configuration here (asked of
+    git: every file its configuration comes from, and every file an include names, even one not yet there), and
+    any file whose text reads as git configuration that can name a program ([core], [alias], [filter "x"]...);
+  - git's hooks: the folder git runs them from, from the file's repository and from the workspace's (asked of
+    git: `rev-parse --git-path hooks`, which follows core.hooksPath, a global one too), husky's scripts beside
+    husky's `_` folder, and the hook managers' settings;
+  - ACTING_LATER's other rows: what a shell, direnv or mise runs when it starts or enters a folder, what starts at
+    login, what an editor acts on when it opens the folder, what Python runs at every start, and the
+    instructions and settings of coding agents, plainagent's among them;
+  - a file with other names (hard links): one of them may be any of the above, and no path can tell.
 Code that runs only when the user asks for it (a Makefile, a test, package.json's scripts) is an ordinary edit:
 its diff is what the user reviews. Commands are not covered here: in mode `yes` a command may write these files
 too (the kernel sandbox allows writes in the workspace); docs/trust.md says so.
@@ -25,87 +31,172 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from pathlib import Path
 
+from harness.sandbox import ToolError
 from harness.sandbox.ignore_rules import run_git
 from harness.sandbox.workspace import Workspace
 
 # The names that make a folder a repository's own folder (git's is_git_directory: HEAD beside objects/ and
 # refs/, or a commondir that points to them), and what lives in one.
-STORE_MARKS = ("HEAD", "objects", "refs", "commondir")
-STORE_PARTS = {"head", "config", "objects", "refs", "hooks", "info", "packed-refs", "commondir", "gitdir",
-               "worktrees", "modules", "logs", "index", "branches", "description"}
+STORE_MARKS = ("objects", "refs", "commondir")
+STORE_PARTS = {"head", "config", "config.worktree", "objects", "refs", "hooks", "info", "packed-refs", "commondir",
+               "gitdir", "worktrees", "modules", "logs", "index", "branches", "description", "shallow"}
+# A section of git's configuration that can name a program to run, or another file to read as configuration.
+GIT_SECTION = re.compile(r'(?im)^[ \t]*\[[ \t]*(core|alias|filter|diff|merge|include|includeif|credential|gpg|'
+                         r'sequence|pager|uploadpack|receive|protocol|url|ssh|submodule)\b[^\]\n]*\]')
 
 GIT_RUNS = "git runs the programs it names (filters, diff and merge drivers, fsmonitor, hooks)"
-# (patterns, why): a pattern matches the end of the file's real path, in any letter case; "*" crosses folders.
+HOOKS = "it sets git hooks: what it says runs at the next commit or push"
+# (patterns, why): a pattern matches the end of the file's path, in any letter case; "*" crosses folders.
 ACTING_LATER = [
     ((".gitconfig", ".gitmodules", ".gitattributes", ".lfsconfig", ".config/git/*"),
      f"git reads it as its settings, and {GIT_RUNS}"),
-    ((".husky/*", ".pre-commit-config.yaml", "lefthook.yml", ".lefthook.yml", "lefthook-local.yml"),
-     "it sets git hooks: what it says runs at the next commit or push"),
-    ((".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv", ".zprofile",
-      ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".xprofile", ".xinitrc", ".xsessionrc",
-      ".config/fish/*", ".config/autostart/*", ".config/systemd/user/*", ".config/environment.d/*"),
-     "a shell or the desktop runs it when it starts or when you log in"),
-    ((".envrc", "mise.toml", ".mise.toml", "mise.local.toml", ".mise.local.toml", ".config/mise/*"),
+    ((".husky/*", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "lefthook.*", ".lefthook.*",
+      "lefthook-local.*", ".lefthook-local.*", ".lefthook/*", ".config/lefthook.*"), HOOKS),
+    ((".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv",
+      ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".xprofile", ".xinitrc", ".xsessionrc",
+      ".oh-my-zsh/custom/*", ".tmux.conf", ".config/tmux/*", ".config/fish/*", ".config/autostart/*",
+      ".config/systemd/user/*", ".config/environment.d/*"),
+     "a shell, tmux or the desktop runs it when it starts or when you log in"),
+    ((".envrc", "mise.toml", ".mise.toml", "mise.*.toml", ".mise.*.toml", ".mise/*", "mise/config.toml",
+      ".config/mise/*", ".config/direnv/*"),
      "direnv or mise runs it when a shell enters this folder"),
-    ((".vscode/tasks.json", ".vscode/settings.json", ".devcontainer/*", ".nvim.lua", ".nvimrc", ".exrc"),
-     "an editor acts on it when it opens the folder (tasks that run on opening, the programs it starts)"),
-    (("sitecustomize.py", "usercustomize.py", "site-packages/*.pth"),
-     "Python runs it at every start when it lies on Python's path"),
-    (("AGENTS.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", ".cursorrules", ".windsurfrules",
-      ".clinerules", ".github/copilot-instructions.md", ".cursor/*", ".claude/*", ".codex/*", ".gemini/*"),
-     "it instructs coding agents (plainagent puts AGENTS.md into every session's instructions): one edit here "
-     "speaks in every later session"),
+    ((".vscode/tasks.json", ".vscode/settings.json", ".vscode/mcp.json", "*.code-workspace", ".devcontainer/*",
+      ".devcontainer.json", ".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".vim/*", ".config/nvim/*",
+      ".emacs", ".emacs.d/*", ".config/emacs/*", ".dir-locals.el"),
+     "an editor acts on it when it starts or opens the folder (tasks that run on opening, the programs it starts)"),
+    (("sitecustomize.py", "usercustomize.py", "site-packages/*.pth", ".pdbrc", ".pythonrc*", ".ipython/*",
+      ".jupyter/*", ".irbrc", ".pryrc", ".Rprofile", ".gdbinit", ".lldbinit", ".psqlrc", ".yarnrc.yml"),
+     "a program runs it at every start (Python's start-up files, a debugger's or a console's, yarn's yarnPath)"),
+    (("AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", ".cursorrules",
+      ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", ".github/instructions/*", ".mcp.json",
+      ".aider.conf.yml", ".aider.model.*", ".cursor/*", ".claude/*", ".codex/*", ".gemini/*", ".continue/*"),
+     "it instructs coding agents or starts their tools (plainagent puts AGENTS.md into every session's "
+     "instructions): one edit here speaks in every later session"),
 ]
 
 
-def acts_later(ws: Workspace, full: Path) -> str:
-    """Why an edit of the checked real path `full` is asked in every mode, in words for the question; "" for an
-    ordinary edit."""
-    name = full.name.casefold()
-    if name in ("head", "commondir", "gitdir"):
-        return (f"a file named {full.name} makes {place(ws, full.parent)} a repository git works in: git run there "
-                f"(or a shell prompt that shows the branch) then follows the config file beside it, and {GIT_RUNS}")
-    store = git_store_around(ws, full)
-    if store is not None:
-        return (f"{place(ws, store)} looks like a repository's own folder (it holds HEAD, objects/ or refs/): git "
-                f"run there follows the files in it, and {GIT_RUNS}")
-    tails = ["/".join(full.parts[start:]).casefold() for start in range(1, len(full.parts))]
-    for patterns, why in ACTING_LATER:
-        if any(fnmatch.fnmatchcase(tail, pattern.casefold()) for pattern in patterns for tail in tails):
+def acts_later(ws: Workspace, full: Path, text: str, named: Path | None = None, names: int = 1) -> str:
+    """Why an edit that leaves `text` in the checked real path `full` is asked in every mode, in words for the
+    question; "" for an ordinary edit. `named`: the path as the model named it, when a link leads elsewhere;
+    `names`: how many names (hard links) the file has."""
+    for path in dict.fromkeys([named or full, full]):  # the name the model used, then the file it really is
+        if why := by_name(ws, path, real=path == full):
             return why
-    hooks = hooks_folder(full.parent)
-    if hooks is not None and (full == hooks or full.is_relative_to(hooks)):
-        return f"it is in the folder git runs hooks from ({hooks}): it runs at the next commit, merge or push"
+    if found := GIT_SECTION.search(text):
+        return (f"its text reads as git's configuration ({found.group().strip()}): read as a config or an include, "
+                f"{GIT_RUNS}")
+    if why := by_git(ws, full, named or full):
+        return why
+    if names > 1:
+        return (f"it has {names} names (hard links), and an edit changes the file under all of them: one may be a "
+                "file that acts later (a hook, AGENTS.md), which no path can show")
     return ""
 
 
-def git_store_around(ws: Workspace, full: Path) -> Path | None:
-    """The folder inside the workspace that holds `full` as one of a repository's own parts (its config, refs/,
-    hooks/...) and already holds the marks of one; None when there is none."""
-    folder = full.parent
-    while True:
-        below = full.relative_to(folder).parts[0].casefold()
-        if below in STORE_PARTS and any(ws.stat(folder / mark) is not None for mark in STORE_MARKS):
+def by_name(ws: Workspace, path: Path, real: bool) -> str:
+    """The rules that read the path itself: git's own folders, and ACTING_LATER. `real`: the path is the file's
+    real one, whose folders can be looked into (a name through a link is judged by its words alone)."""
+    if path.name.casefold() in ("head", "commondir", "gitdir"):
+        return (f"a file named {path.name} makes {place(ws, path.parent)} a repository git works in: git run there "
+                f"(or a shell prompt that shows the branch) then follows the config file beside it"
+                f"{beside(ws, path.parent) if real else ''}, and {GIT_RUNS}")
+    if real and (store := git_store_around(ws, path)) is not None:
+        return (f"{place(ws, store)} looks like a repository's own folder (it holds HEAD, objects/ or refs/): git "
+                f"run there follows the files in it, and {GIT_RUNS}")
+    tails = ["/".join(path.parts[start:]).casefold() for start in range(1, len(path.parts))]
+    for patterns, why in ACTING_LATER:
+        if any(fnmatch.fnmatchcase(tail, pattern.casefold()) for pattern in patterns for tail in tails):
+            return why
+    return ""
+
+
+def git_store_around(ws: Workspace, path: Path) -> Path | None:
+    """The folder inside the workspace that holds `path` as one of a repository's own files: any file below a
+    folder holding HEAD, or a repository's own part (config, refs/, hooks/...) below one holding objects/, refs/
+    or commondir (a project's own folder of that name makes its neighbours no less ordinary). None: none does."""
+    folder = path.parent
+    while folder.is_relative_to(ws.root):
+        below = path.relative_to(folder).parts[0].casefold()
+        if has(ws, folder / "HEAD") or (below in STORE_PARTS and any(has(ws, folder / mark) for mark in STORE_MARKS)):
             return folder
-        if folder == ws.root or not folder.is_relative_to(ws.root):
+        if folder == ws.root:
             return None
         folder = folder.parent
+    return None
 
 
-def hooks_folder(folder: Path) -> Path | None:
-    """The real folder git runs hooks from for a file in `folder` (core.hooksPath, else .git/hooks); None outside
-    a repository. The folder may not exist yet (a new file in new folders): git is asked from the nearest one."""
-    while not folder.is_dir():
+def has(ws: Workspace, path: Path) -> bool:
+    try:
+        return ws.stat(path) is not None
+    except ToolError:  # changed while it was looked at: ask rather than let it pass
+        return True
+
+
+def beside(ws: Workspace, folder: Path) -> str:
+    """What the config file beside a HEAD says, briefly: it may have been written, unasked, before the HEAD that
+    brings it to life."""
+    config = folder / "config"
+    try:
+        if ws.stat(config) is None:
+            return ""
+        said = " ".join(ws.read(config, 2_000).decode("utf-8", "replace").split())
+    except ToolError:  # a folder, a link, gone: it says nothing to show
+        return ""
+    return f" (which holds: {said[:200]}{'…' * (len(said) > 200)})" if said else ""
+
+
+def by_git(ws: Workspace, full: Path, named: Path) -> str:
+    """The rules git itself answers, asked from the file's folder and from the workspace's root (a repository
+    nested in the workspace's may hold the other's hooks)."""
+    paths = {full, named}
+    for folder in dict.fromkeys([nearest_folder(full.parent), ws.root]):
+        hooks, configs = ask_git(folder)
+        for found in hooks:
+            if any(path == found or path.is_relative_to(found) for path in paths):
+                return f"it is in a folder git runs hooks from ({found}): it runs at the next commit, merge or push"
+        if paths & configs:
+            return f"git reads it as its configuration here (a config or an include of one), and {GIT_RUNS}"
+    return ""
+
+
+def nearest_folder(folder: Path) -> Path:
+    """The folder itself, or the nearest one above it that exists (a new file may go into new folders)."""
+    while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
-    answer = run_git(folder, ["rev-parse", "--git-path", "hooks"])
-    if answer is None or answer.returncode != 0 or not answer.stdout.strip():
-        return None
-    return Path(os.path.realpath(folder / os.fsdecode(answer.stdout.rstrip(b"\n"))))
+    return folder
+
+
+def ask_git(folder: Path) -> tuple[set[Path], set[Path]]:
+    """(the real folders git runs hooks from for `folder`, the real paths of the files git reads as configuration
+    there). Hooks: its repository's (core.hooksPath, else .git/hooks), or a global core.hooksPath outside any
+    repository, and with husky's `_` folder the scripts' folder above it. Configuration: the system's, the
+    user's, the repository's and what they include, and every file an include names, there or not yet."""
+    hooks, top = set(), folder
+    answer = run_git(folder, ["rev-parse", "--show-cdup", "--git-path", "hooks"])
+    if answer is not None and answer.returncode == 0 and answer.stdout.strip():
+        *cdup, hooks_path = os.fsdecode(answer.stdout).rstrip("\n").split("\n")  # no cdup line in a bare repository
+        top = folder / cdup[0] if cdup else folder  # where git reads its relative paths from
+        hooks.add(Path(os.path.realpath(folder / hooks_path)))
+    elif (answer := run_git(folder, ["config", "--get", "core.hooksPath"])) and answer.stdout.strip():
+        hooks.add(Path(os.path.realpath(os.path.expanduser(os.fsdecode(answer.stdout.rstrip(b"\n"))))))
+    hooks |= {found.parent for found in hooks if found.name == "_"}  # husky 9: `_/h` runs ../NAME
+    configs = set()
+    answer = run_git(top, ["config", "--list", "--show-origin", "--includes", "-z"])
+    fields = os.fsdecode(answer.stdout).split("\0") if answer is not None and answer.returncode == 0 else []
+    for origin, entry in zip(fields[::2], fields[1::2]):
+        if origin.startswith("file:"):
+            source = Path(os.path.realpath(top / os.path.expanduser(origin.removeprefix("file:"))))
+            configs.add(source)
+            key, _, value = entry.partition("\n")
+            if re.fullmatch(r"include\.path|includeif\..*\.path", key, re.IGNORECASE | re.DOTALL):
+                configs.add(Path(os.path.realpath(source.parent / os.path.expanduser(value))))
+    return hooks, configs
 
 
 def place(ws: Workspace, folder: Path) -> str:
     """A folder as the question names it: "the workspace", or "the folder src/"."""
-    relative = ws.relative(folder)
+    relative = ws.relative(folder) if folder.is_relative_to(ws.root) else str(folder)
     return "the workspace" if relative == "." else f"the folder {relative}/"

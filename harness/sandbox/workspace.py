@@ -117,7 +117,13 @@ class Workspace:
         if "\0" in path:
             raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
         named = Path(os.path.normpath(self.root / path))  # "a/../.env" is named .env, whatever "a" is
-        return self.confine(named, real=follow_links(self.root / path, path), shown=path)
+        try:
+            return self.confine(named, real=follow_links(self.root / path, path), shown=path)
+        except PathRefused:
+            if os.path.realpath(self.root) != str(self.root):  # the root itself moved: say that, not "outside"
+                raise ToolError(f"The workspace folder {self.root} was moved or replaced (by a link, say) since the "
+                                "session started, so no path through it is used. Tell the user.") from None
+            raise
 
     def confine(self, named: Path, *, real: Path | None = None, shown: str = "") -> Path:
         """The one gate every path passes before a tool reads, lists, searches or writes it: its real
