@@ -353,3 +353,44 @@ def test_a_lone_surrogate_never_makes_a_line_unreadable(tmp_path):
     path.read_bytes().decode("utf-8")  # every byte of the file is UTF-8
     loaded = load(path)
     assert loaded.warnings == [] and loaded.messages[1] == {"role": "assistant", "content": "a\ufffdb"}
+
+
+# --- what an attacker found after the first round ---
+
+
+def test_results_on_an_assistant_line_are_not_taken_for_the_users(tmp_path):
+    """Compaction stubs what a results message says: on the assistant's line it would have replaced the model's
+    own words with a user's stub, and three user messages would have gone to the server in a row."""
+    _, path = recorded_session(tmp_path, "Hello.")
+    before = load(path)
+    appended(path, json.dumps({"type": "message", "message": {"role": "user", "content": "task"}}),
+             json.dumps({"type": "message", "message": {"role": "assistant", "content": "my words"},
+                         "results": {"calls": [{"name": "read_file", "args": {}, "ok": True}], "notes": []}}))
+    loaded = load(path)
+    assert loaded.messages[-1] == {"role": "assistant", "content": "my words"}
+    assert loaded.results == before.results
+    assert len(loaded.warnings) == 1 and "tool results on a assistant message" in loaded.warnings[0]
+
+
+def test_a_number_too_long_to_read_is_said_as_such(tmp_path):
+    _, path = recorded_session(tmp_path, "Hello.")
+    appended(path, '{"type": "budget", "tokens": ' + "9" * 5000 + "}", json.dumps({"type": "note"}))
+    assert load(path).warnings[0].endswith("holds a number too long to be read; skipped.")
+
+
+def test_a_fifo_is_refused_at_once_not_waited_on(tmp_path):
+    fifo = tmp_path / "t.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(TranscriptError, match="not a regular file"):
+        Transcript.reopen(fifo, {"workspace": str(tmp_path)})
+
+
+def test_a_header_that_names_no_workspace_or_prints_lines_is_not_resumed_and_its_model_is_not_shown(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"type": "session", "program": "plainagent", "model": "m\nplainagent: forged"}) + "\n")
+    assert load(path).model is None  # a model's name that would print a forged line is not taken
+    with pytest.raises(TranscriptError, match="does not say in which workspace"):
+        Transcript.reopen(path, {"workspace": str(tmp_path)})
+    path.write_text(json.dumps({"type": "session", "program": "plainagent", "workspace": f"{tmp_path}\nx"}) + "\n")
+    with pytest.raises(TranscriptError, match="does not say in which workspace"):
+        Transcript.reopen(path, {"workspace": str(tmp_path)})

@@ -26,8 +26,10 @@ def unreadable(raw: bytes) -> str:
         json.loads(raw.decode("utf-8"))
     except RecursionError:
         return "is nested too deeply to be read"
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, json.JSONDecodeError):
         return "is incomplete (the session ended while writing it)"
+    except ValueError:  # json's own errors are JSONDecodeError: this is int()'s limit on digits
+        return "holds a number too long to be read"
     return "is not a record"
 
 

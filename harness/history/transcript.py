@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -193,7 +194,7 @@ class Transcript:
         history describes files that are not the ones the tools would touch here.
         """
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK)  # a FIFO must not wait for a reader
         except OSError as error:
             load(path)  # says it best when the file is missing, unreadable or not a transcript
             raise TranscriptError(f"--resume {path}: cannot write to it: {error.strerror or error}.") from None
@@ -203,7 +204,10 @@ class Transcript:
                                       "still running; wait for it to end, or start a new session without --resume.")
             loaded = load(path)  # read under the lock: nobody appends meanwhile
             workspace = loaded.header.get("workspace")
-            if workspace and header.get("workspace") and workspace != header["workspace"]:
+            if header.get("workspace") and not (isinstance(workspace, str) and workspace.isprintable()):
+                raise TranscriptError(f"--resume {path}: its header does not say in which workspace the session "
+                                      "worked (a transcript plainagent wrote does); start a new session instead.")
+            if header.get("workspace") and workspace != header["workspace"]:
                 raise TranscriptError(f"--resume {path}: that session worked in {workspace}, not in "
                                       f"{header['workspace']}; resume it there (-C {workspace}), or start a new "
                                       "session here.")
@@ -302,6 +306,8 @@ def load(path: Path) -> Loaded:
     """Read a transcript back; a file that is not one is a TranscriptError. Lines that cannot be read (the
     last one, torn by a crash) are skipped with a warning."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would wait for a writer for ever
+            raise TranscriptError(f"--resume {path}: not a regular file; name a transcript plainagent wrote.")
         lines = path.read_bytes().split(b"\n")
     except OSError as error:
         raise TranscriptError(f"--resume {path}: cannot read it: {error.strerror or error}.") from None
@@ -310,7 +316,7 @@ def load(path: Path) -> Loaded:
         raise TranscriptError(f"--resume {path}: not a plainagent transcript (its first line is no session "
                               "header); name a file written by plainagent, or use --resume alone for the latest.")
     loaded = Loaded(path, header, mode=header.get("mode") if header.get("mode") in MODES else None,
-                    model=header.get("model") if isinstance(header.get("model"), str) else None)
+                    model=header.get("model") if is_name(header.get("model")) else None)
     # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
     messages, results = [{"role": "system", "content": ""}], {}
     for number, raw in enumerate(lines[1:], start=2):
@@ -328,7 +334,10 @@ def load(path: Path) -> Loaded:
             loaded.warnings.append(f"{path}: line {number} holds a message that cannot be read back; skipped.")
         elif kind == "message" and entry["message"]["role"] != "system":  # the system prompt is this run's
             messages.append(sent_part(entry["message"]))
-            if "results" in entry and (record := read_record(entry["results"])) is None:
+            if "results" in entry and entry["message"]["role"] != "user":  # results are what the user's side sends
+                loaded.warnings.append(f"{path}: line {number}: tool results on a {entry['message']['role']} "
+                                       "message; kept as a message without them.")
+            elif "results" in entry and (record := read_record(entry["results"])) is None:
                 loaded.warnings.append(f"{path}: line {number}: the calls behind its tool results cannot be read; "
                                        "the results are kept without them.")
             elif "results" in entry:
@@ -348,10 +357,15 @@ def load(path: Path) -> Loaded:
             loaded.context_tokens = tokens
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
             loaded.mode, loaded.switched = entry["mode"], kind == "mode"
-        if kind in ("resumed", "model") and isinstance(entry.get("model"), str):  # a later run's model, or a switch
+        if kind in ("resumed", "model") and is_name(entry.get("model")):  # a later run's model, or a switch
             loaded.model, loaded.model_switched = entry["model"], kind == "model"
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
+
+
+def is_name(value) -> bool:
+    """A model's name as a transcript may give it: printable text (a line break in it would forge lines on screen)."""
+    return isinstance(value, str) and value.isprintable() and 0 < len(value) <= 200
 
 
 def is_resumed(raw: bytes | None) -> bool:
