@@ -71,6 +71,7 @@ def test_it_is_asked_about_once_and_again_when_it_changes(install, project):
                            "  OPENAI_API_KEY=(a key of 25 characters)  (not used: it is taken only with its "
                            "own OPENAI_BASE_URL, never with your endpoint)\n"
                            "  PLAINAGENT_DENY=npm publish  (added to your rules)\n"
+                           "If you allow it, your tasks and files still go only to your own endpoint.\n"
                            "Use these settings? (remembered until the file changes) [y]es / [n]o: "]
     assert PROJECT_KEY not in asked.shown[0]
     assert config.deny == "terraform destroy; npm publish"
@@ -323,3 +324,114 @@ def test_a_projects_env_of_which_nothing_would_be_used_is_not_asked_about_but_na
     assert config.mode != "yes"
     assert config.notes == [f"plainagent: not using {project / '.env'}: PLAINAGENT_MODE not used: it asks less "
                             f"than your mode, {config.mode}."]
+
+
+# --- the question: every value bounded and escaped, where tasks and files would go next to it ---
+
+FAKE = "  PLAINAGENT_DENY=npm publish  (added to your rules)\n  PLAINAGENT_MODE=read-only"
+ASKED = "Use these settings? (remembered until the file changes) [y]es / [n]o: "
+
+
+def question_lines(asked: Asker) -> list[str]:
+    """The lines of the one question asked, the question itself last."""
+    [shown] = asked.shown
+    return shown.split("\n")
+
+
+def test_a_value_with_sixty_line_breaks_cannot_scroll_the_destination_away(install, project):
+    """Issue 27 item 3: sixty line breaks, then two harmless-looking fake lines."""
+    asked = Asker("n")
+    hidden = "npm publish" + "\n" * 60 + FAKE
+    load(install, project, f'OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\n'
+                           f'PLAINAGENT_DENY="{hidden}"\n', ask=asked)
+    assert question_lines(asked) == [
+        f"{project / '.env'} is this project's .env, a file you may not have written. It sets:",
+        "  OPENAI_BASE_URL=https://other.example/v1  (used: your tasks and files would go there, with its own key)",
+        "  OPENAI_API_KEY=(a key of 25 characters)",
+        "  PLAINAGENT_DENY=npm publish[60 line breaks]  PLAINAGENT_[… 151 characters in all …]_MODE=read-only"
+        "  (added to your rules)",
+        "If you allow it, your tasks and files go to other.example (its OPENAI_BASE_URL, with its own key), "
+        "not to your endpoint.",
+        ASKED]
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("npm publish" + " " * 5400 + "x", "npm publish[5,400 spaces]x"),
+    ("npm publish\x1b[2K\x1b]52;c;ZXZpbA==\x07", "npm publish\\x1b[2K\\x1b]52;c;ZXZpbA==\\x07"),
+    ("npm \u202epublish\u200b\u200b\u200b\u200b", "npm \\u202epublish[4 × \\u200b]"),
+    ("rm\u0301\u034f\ufe0f", "rm\\u0301\\u034f\\ufe0f"),  # marks that draw over the letter before them
+    ("\t\t\t\r\n", "[3 tabs]\\r\\n"),
+    ("a" * 999_000, "a" * 40 + "[… 999,000 characters in all …]" + "a" * 15),
+    ("界" * 100, "界" * 20 + "[… 100 characters in all …]" + "界" * 7),  # two columns each
+    ("\n" * 100_000, "[100,000 line breaks]"),
+], ids=["spaces", "ansi", "bidi-zero-width", "marks", "tabs", "long", "wide", "line-breaks"])
+def test_each_value_is_shown_on_one_bounded_line(install, project, value, shown):
+    asked = Asker("n")
+    (project / ".env").write_text(f"PLAINAGENT_DENY='{value}'\n", encoding="utf-8")
+    load(install, project, ask=asked)
+    assert question_lines(asked)[1] == f"  PLAINAGENT_DENY={shown}  (added to your rules)"
+    assert question_lines(asked)[2] == "If you allow it, your tasks and files still go only to your own endpoint."
+
+
+@pytest.mark.parametrize("text", [
+    'export PLAINAGENT_DENY="one\n\n\ntwo"\n',  # export, a quoted value over several lines
+    'PLAINAGENT_DENY="one\\n\\n\\ntwo"\n',  # escapes python-dotenv reads in double quotes
+    "PLAINAGENT_DENY='one\n\n\ntwo'\n",
+    "'PLAINAGENT_DENY'  =  \"one\n\n\ntwo\"  # a comment\n",
+])
+def test_every_quoting_form_is_shown_escaped(install, project, text):
+    asked = Asker("n")
+    load(install, project, text, ask=asked)
+    assert question_lines(asked)[1:] == ["  PLAINAGENT_DENY=one[3 line breaks]two  (added to your rules)",
+                                         "If you allow it, your tasks and files still go only to your own endpoint.",
+                                         ASKED]
+
+
+def test_names_only_plainagent_reads_are_shown_however_many_the_file_has(install, project):
+    asked = Asker("n")
+    app = "".join(f"APP_SETTING_{n}=value {n}\n" for n in range(500))
+    names = '"PLAINAGENT_MODE\n\n\nPLAINAGENT_DENY"=x\nPLAINAGENT_DENY\n\n=y\n'  # names with line breaks: not ours
+    repeated = "".join(f"PLAINAGENT_DENY=rule {n}\n" for n in range(500))  # the last one counts, as for dotenv
+    load(install, project, app + names + repeated, ask=asked)
+    assert question_lines(asked)[1:] == ["  PLAINAGENT_DENY=rule 499  (added to your rules)",
+                                         "If you allow it, your tasks and files still go only to your own endpoint.",
+                                         ASKED]
+
+
+def test_a_value_that_cannot_be_used_is_bounded_in_its_reason_too(install, project):
+    asked = Asker("y")
+    config = load(install, project, "PLAINAGENT_MODE='bogus" + "\n" * 60 + "'\nPLAINAGENT_DENY=x\n", ask=asked)
+    lines = question_lines(asked)
+    assert lines[1] == ("  PLAINAGENT_MODE=bogus[60 line breaks]  (not used: PLAINAGENT_MODE='bogus\\n\\n\\n\\n\\n"
+                        "\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n[… 197 characters in all …]sk, read-only, edits, yes)")
+    assert len(lines) == 5 and "\n" not in config.notes[0]
+
+
+def test_a_host_that_only_looks_like_another_is_shown_with_its_letters_escaped(install, project):
+    asked = Asker("n")
+    load(install, project, f"OPENAI_BASE_URL=https://user:pw@api.open\u0430i.com:8443/v1\n"
+                           f"OPENAI_API_KEY={PROJECT_KEY}\n", ask=asked)
+    lines = question_lines(asked)
+    assert lines[1] == ("  OPENAI_BASE_URL=https://[REDACTED]@api.open\u0430i.com:8443/v1  (used: your tasks and files "
+                        "would go there, with its own key)")
+    assert lines[3] == ("If you allow it, your tasks and files go to api.open\\u0430i.com:8443 (its OPENAI_BASE_URL, "
+                        "with its own key), not to your endpoint.")
+
+
+def test_the_answer_is_remembered_for_exactly_what_was_shown(install, project):
+    """Allowed while you named the endpoint yourself, its own endpoint was not part of what you allowed."""
+    text = f"OPENAI_BASE_URL=https://other.example/v1\nOPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_DENY=npm publish\n"
+    asked = Asker("y")
+    config = load(install, project, text, ask=asked, base_url="https://mine.example/v1")
+    assert config.base_url == "https://mine.example/v1" and config.deny == "terraform destroy; npm publish"
+    assert question_lines(asked)[-2] == "If you allow it, your tasks and files still go only to your own endpoint."
+    load(install, project, ask=asked, base_url="https://mine.example/v1")
+    assert len(asked.shown) == 1  # the same question: remembered
+    nobody = Asker(None)
+    config = load(install, project, ask=nobody)  # now its endpoint would be used: a question not answered yet
+    assert len(nobody.shown) == 1 and "your tasks and files go to other.example" in nobody.shown[0]
+    assert config.base_url == "https://api.openai.com/v1" and config.deny == "terraform destroy"
+    config = load(install, project, ask=asked)
+    assert len(asked.shown) == 2 and config.base_url == "https://other.example/v1"
+    config = load(install, project, text.replace("npm publish", "npm  publish"), ask=nobody)  # changed: asked again
+    assert len(nobody.shown) == 2 and config.base_url == "https://api.openai.com/v1"

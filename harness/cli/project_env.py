@@ -21,6 +21,12 @@ its content in the state directory, so a changed file is asked about again — a
 
 A value it sets that cannot be used (not a mode, say) is left out with the reason, never a reason to stop.
 `config.load_config` calls `read_project_env` and `limit`; the verdicts go into the banner.
+
+The question shows each value on one short line (`show_value`: escaped, runs of blanks counted, a long value
+cut in the middle with its length said), so no value can scroll the rest out of sight or pass for another line,
+and its last line, next to the prompt, says where your tasks and files would go. The answer is remembered for
+exactly what was shown: the file's content and what would become of each setting (its own endpoint, allowed
+while you named yours, is asked about again once it would be used).
 """
 
 from __future__ import annotations
@@ -29,15 +35,19 @@ import hashlib
 import io
 import json
 import os
+import re
 import stat
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
+from harness.cli.terminal import describe_char, escape
 from harness.common.directories import allowed_env_record
-from harness.common.hosts import is_local
+from harness.common.hosts import is_local, shown_url
 
 KEY, BASE_URL, MODEL = "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"
 MODE, DENY = "PLAINAGENT_MODE", "PLAINAGENT_DENY"
@@ -54,6 +64,8 @@ DEFAULT_WAITS = {"PLAINAGENT_CONNECT_TIMEOUT": 10.0, "PLAINAGENT_FIRST_BYTE_TIME
 WAITS = tuple(DEFAULT_WAITS)
 MAX_BYTES = 1_000_000  # a .env is a few lines; a bigger file is no .env (and would be read into memory)
 ASKS = {"yes": 0, "edits": 1, "ask": 2, "read-only": 3}  # how much each mode asks, least first
+VALUE_COLUMNS = 60  # the most a value takes in the question: a longer one shows its head and tail and its length
+REASON_COLUMNS = 100  # the same for why a value is not used, which may quote the value
 
 
 @dataclass
@@ -101,8 +113,8 @@ def limit(project: ProjectEnv, own: dict[str, str], environment: dict[str, str],
     `check(variable, value)` says why a value cannot be used at all, or None."""
     verdicts = project.verdicts
     for variable, value in project.values.items():
-        if problem := check(variable, value):
-            verdicts[variable] = f"not used: {problem}"
+        if problem := check(variable, value):  # it may quote the value: bounded as the value is
+            verdicts[variable] = f"not used: {show_value(problem, REASON_COLUMNS)}"
     usable = {variable: value for variable, value in project.values.items() if variable not in verdicts}
     used = take_endpoint(usable, environment, flags, verdicts)
     if MODE in usable and MODE not in environment:  # the environment wins over any .env
@@ -195,13 +207,89 @@ def as_number(text: str) -> int | None:
 
 
 def describe_settings(project: ProjectEnv) -> list[str]:
-    """The file's settings, one line each, with what becomes of each: what the user is asked to allow."""
+    """The file's settings, one line each, with what becomes of each, then where your tasks and files would go,
+    the line the question follows: what the user is asked to allow."""
     lines = []
     for variable, value in project.values.items():
-        shown = f"(a key of {len(value)} characters)" if variable == KEY else value
+        shown = f"(a key of {len(value):,} characters)" if variable == KEY else \
+            show_value(shown_url(value) if variable == BASE_URL else value)
         verdict = project.verdicts.get(variable, "")
         lines.append(f"  {variable}={shown}" + (f"  ({verdict})" if verdict else ""))
-    return lines
+    return [*lines, describe_destination(project)]
+
+
+def describe_destination(project: ProjectEnv) -> str:
+    """Where the tasks and files would go if the user allowed the file: what matters most, said last."""
+    if not project.verdicts.get(BASE_URL, "").startswith("used"):
+        return "If you allow it, your tasks and files still go only to your own endpoint."
+    url = project.values[BASE_URL]
+    # The host as the resolver reads it, every letter beyond ASCII escaped: "api.open\u0430i.com" is not
+    # api.openai.com, though it looks it. No user and password: they are the URL's, not where it goes.
+    where = urlsplit(url).netloc.rpartition("@")[2].lower()  # a used URL is one url_problem could read
+    host = "".join(char if char.isascii() else describe_char(char) for char in where)
+    whose = "its own key" if KEY in project.values and not project.verdicts.get(KEY) else "no key"
+    return (f"If you allow it, your tasks and files go to {show_value(host)} (its OPENAI_BASE_URL, with {whose}), "
+            "not to your endpoint.")
+
+
+# --- showing a value: one short line, whatever it holds ---
+
+RUN_NAMES = {" ": "spaces", "\n": "line breaks", "\t": "tabs"}
+
+
+def show_value(value: str, columns: int = VALUE_COLUMNS) -> str:
+    """`value` on one line of at most about `columns` columns: every character that would not show as itself
+    escaped (a line break as \\n, a bidi override as \\u202e, a combining mark too), each run of three or more
+    blanks or invisible characters counted, and a longer value cut in the middle with its length said.
+    e.g. show_value("npm publish" + " " * 5400 + "x") == "npm publish[5,400 spaces]x"
+    """
+    whole, complete = take(pieces(value), columns)
+    if complete:
+        return "".join(whole)
+    head, _ = take(pieces(value), columns * 2 // 3)
+    tail, _ = take(pieces(value[::-1]), columns // 4)  # the same pieces from the end: a run is a run either way
+    return "".join(head) + f"[… {len(value):,} characters in all …]" + "".join(reversed(tail))
+
+
+def pieces(value: str):
+    """What `value` shows as, piece by piece: a character as itself or escaped, or a counted run of blanks."""
+    done = 0
+    for run in re.finditer(r"(?s)(.)\1{2,}", value):  # lazily: the question takes only a value's head and tail
+        char = run.group(1)
+        if char != " " and shows_as_itself(char):  # "====" draws itself
+            yield from (shown_char(char) for char in value[done:run.end()])
+        else:
+            yield from (shown_char(char) for char in value[done:run.start()])
+            yield f"[{len(run.group()):,} {RUN_NAMES.get(char) or '× ' + describe_char(char)}]"
+        done = run.end()
+    yield from (shown_char(char) for char in value[done:])
+
+
+def shows_as_itself(char: str) -> bool:
+    """True for a character that draws itself and nothing over its neighbours (no mark combining with the one
+    before it)."""
+    return escape(char) == char and not unicodedata.category(char).startswith("M")
+
+
+def shown_char(char: str) -> str:
+    """A character as the question shows it: as itself, or escaped as a Python string literal would."""
+    return char if shows_as_itself(char) else describe_char(char)
+
+
+def width(piece: str) -> int:
+    """Columns the piece takes on a terminal: two for a wide (East Asian) character."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in piece)
+
+
+def take(shown, columns: int) -> tuple[list[str], bool]:
+    """The first pieces of `shown` that fit in `columns`, and True if that is all of them."""
+    taken, used = [], 0
+    for piece in shown:
+        used += width(piece)
+        if used > columns:
+            return taken, False
+        taken.append(piece)
+    return taken, True
 
 
 def not_used(project: ProjectEnv) -> str:
@@ -210,16 +298,17 @@ def not_used(project: ProjectEnv) -> str:
                      if verdict.startswith("not used"))
 
 
-# --- allowing it: remembered by path and content ---
+# --- allowing it: remembered by path, content and what was shown ---
 
 
 def is_allowed(project: ProjectEnv) -> bool:
-    """True if the user allowed this file with this content (a changed file is asked about again)."""
+    """True if the user allowed this file with this content, shown as it would be now (a changed file, or one
+    of whose settings more or less would be used, is asked about again)."""
     try:
         lines = allowed_env_record().read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return False
-    wanted = {"path": str(project.path), "sha256": project.digest}
+    wanted = remembered(project)
     for line in lines:
         try:
             if json.loads(line) == wanted:
@@ -229,10 +318,18 @@ def is_allowed(project: ProjectEnv) -> bool:
     return False
 
 
+def remembered(project: ProjectEnv) -> dict[str, str]:
+    """What an answer is remembered for: the file by path and content, and the hash of what the question showed
+    of it, which is what becomes of each setting: its endpoint, allowed while you named your own, was not shown
+    as where your tasks would go, so the day it would be, that is a new question."""
+    shown = "\n".join(describe_settings(project)).encode("utf-8", errors="surrogateescape")
+    return {"path": str(project.path), "sha256": project.digest, "shown": hashlib.sha256(shown).hexdigest()}
+
+
 def allow(project: ProjectEnv) -> str | None:
     """Remember that the user allowed this file with this content; the reason it could not be, or None."""
     record = allowed_env_record()
-    line = json.dumps({"path": str(project.path), "sha256": project.digest}, ensure_ascii=False) + "\n"
+    line = json.dumps(remembered(project), ensure_ascii=False) + "\n"
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(record, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
