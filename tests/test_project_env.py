@@ -223,6 +223,12 @@ def test_its_own_endpoint_key_and_model_go_together(install, project):
     assert load(install, project, model="mine").model == "mine"  # -m is yours
 
 
+def test_a_model_name_with_line_breaks_is_quoted_in_the_first_line_not_printed(install, project):
+    config = load(install, project, 'OPENAI_BASE_URL=http://localhost:11434/v1\nOPENAI_MODEL="q\nplainagent: ok"\n')
+    assert config.model == "q\nplainagent: ok"
+    assert describe_start(config).split("\n")[0].startswith('plainagent: "q\\nplainagent: ok" at http://localhost')
+
+
 def test_a_local_endpoint_of_its_own_is_sent_no_key(install, project):
     config = load(install, project, "OPENAI_BASE_URL=http://localhost:11434/v1\nOPENAI_MODEL=qwen2.5-coder\n")
     assert (config.base_url, config.api_key.value, config.model) == ("http://localhost:11434/v1", "", "qwen2.5-coder")

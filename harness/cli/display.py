@@ -299,8 +299,10 @@ def describe_start(config, commands: str = "") -> str:
     # otherwise read as the .env's, and a user editing that line would see no change.
     model_from = config.sources.get("OPENAI_MODEL")
     where += f"; the model from {model_from}" if model_from and model_from != url_from else ""
-    return "\n".join([f"plainagent: {config.model} at {shown_url(config.base_url)} ({where}), "
-                      f"workspace {config.workspace}, "
+    # A line break in a name (a project's .env may give the model's) would start a forged line: quoted instead.
+    model, workspace = (text if text.isprintable() else json.dumps(text) for text in (config.model,
+                                                                                    str(config.workspace)))
+    return "\n".join([f"plainagent: {model} at {shown_url(config.base_url)} ({where}), workspace {workspace}, "
                       f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
                       *config.notes])
 
