@@ -5,6 +5,7 @@ The tokens here are made up in the shapes real ones have; none was ever valid.""
 
 import io
 import json
+import time
 
 import pytest
 from test_fetch import WebSite
@@ -163,6 +164,8 @@ def test_a_command_output_cut_through_a_token_shows_no_piece_of_it():
      '{"private_key": "[secret withheld: private key]\\n"}'),
     ('{"client_secret": "a8Fj3kL0pQ9zX2vB7nM4"}', '{"client_secret": "[secret withheld: a value named as a secret]"}'),
     ("DB_PASSWORD=Tr0ub4dor-and-3-more", "DB_PASSWORD=[secret withheld: a value named as a secret]"),
+    ('"{\\"api_key\\": \\"a8Fj3kL0pQ9zX2vB7nM4\\"}"', '"{\\"api_key\\": \\"[secret withheld: a value named as a '
+                                                    'secret]\\"}"'),  # JSON inside a JSON string
     ("DATABASE_URL=postgres://app:hunter2@db:5432/app",
      "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
     ("bot = 123456789:AA" + "Hdqwerty-1234567890_ABCDEFGHIJKLMN", "bot = 123456789[secret withheld: Telegram bot token]"),
@@ -183,6 +186,17 @@ def test_credentials_are_withheld_by_their_shape(text, shown):
 ])
 def test_ordinary_code_is_left_as_it_is(text):
     assert withhold(text) == text
+
+
+@pytest.mark.parametrize("text", ["token=" * 85_000, "-----BEGIN PRIVATE KEY-----" * 19_000, "sk-" * 170_000,
+                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000],
+                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken"])
+def test_no_text_makes_withholding_slow(text):
+    """Half a megabyte each, made of what the shapes start with: each took seconds to minutes in a draft whose
+    regexes scanned to the end of the text from every start (now 0.1 s or less; the bound is 20 times that)."""
+    started = time.perf_counter()
+    withhold(text, cut_before=True, cut_after=True)
+    assert time.perf_counter() - started < 2
 
 
 def test_line_numbers_after_a_withheld_private_key_are_the_file_s_own(tmp_path):

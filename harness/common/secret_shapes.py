@@ -34,13 +34,14 @@ MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an
 # `xghp_…` in a longer name or a base64 blob is not taken for a token. A shape with a lookbehind of its own
 # (`(?<=`) says itself what comes before it.
 SHAPES = [
-    ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]{0,20000}?-----END[ A-Z0-9_-]"
-                    r"{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)"),  # to its end, or to where it stops
+    # to its end (base64, and the headers of an encrypted one: `DEK-Info: AES-128-CBC,…`), or to where it stops
+    ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[\w+/=\s\\,:.]|-(?!----))*+"
+                    r"-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*+)"),
     ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("GitHub token", r"github_pat_\w{60,}"),
     ("GitLab token", r"gl(?:pat|ptt|dt|rt|cbt|ft|oas)-[\w-]{20,}"),
     ("Anthropic key", r"sk-ant-[\w-]{32,}"),
-    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[\w-]*\d)[A-Za-z0-9_-]{20,}"),  # OpenAI, DeepSeek, ...
+    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z_-]{0,80}+\d)[A-Za-z0-9_-]{20,}"),  # OpenAI, DeepSeek
     ("Stripe key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe webhook secret", r"whsec_[A-Za-z0-9]{24,}"),
@@ -76,21 +77,27 @@ COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
 # `<add key="ClearTextPassword" value="…"/>` (nuget.config), `Authorization: Bearer …`. Only the value is
 # withheld; the name, the quotes and the rest of the line stay, so the model still sees what the line is.
-# Found from the words (`WORDS`, by str.find on the lowered text: a case-insensitive regex that tried every
-# position took 0.3 s a megabyte), then matched from the start of the name they are in.
-WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "credential")
+# Found where a name ends in one of those words and a value follows (`CANDIDATE`, on the lowered text: a
+# case-insensitive regex that tried every position took 0.3 s a megabyte), then matched from the start of the
+# name, at most NAME_MAX_CHARS before. Values stop at their first delimiter and never backtrack (possessive), so
+# a text of nothing but `token=token=…` costs a few characters a name, not a scan to the end of each.
+NAME_MAX_CHARS = 100
+CANDIDATE = re.compile(r"""(?:pass|pwd|secret|token|key|auth|credential)[\w.-]{0,12}?\\?["']?[ \t]*"""
+                       r"""(?:[:=]|["']?[ \t]+value[ \t]*=)""")
 SECRET_NAME = re.compile(r"(?:password|passwd|pwd|secret|token|(?:api|access|private|secret|account|client|auth"
                          r"|signing|encryption|master)[_-]?key|apikey|auth|authident|credentials?|authorization)$")
-NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]+) ["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
-                   (?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
-                   (?P<value> (?(quote) [^"'\s]{16,4000} | [^"'\s,;<>(){}\[\]]{16,4000} ) ) (?= ["'\s,;<>]|$)""")
+NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
+                   \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
+                   (?P<value> (?(quote) [^"'\s\\]{16,2000}+ | [^"'\s,;<>(){}\[\]=:\\]{16,2000}+=* ) )
+                   (?= [\\"'\s,;<>]|$)""")
 # A password in a URL: postgres://user:pw@host, https://user:token@pypi.example/simple (pip.conf, .git/config).
 URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):(?P<value>[^\s@/'\"$<>{}*]{3,200})(?=@)")
-CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]*PRIVATE[\s\S]*|(?<![\w-])(?:gh[pousr]_|github_pat_|sk-|AKIA"
-                           r"|ASIA|xox|hf_|npm_|pypi-|AIza|glpat-|eyJ)[\w.-]*)\Z")
+CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?<![\w-])(?:gh[pousr]_|github_pat_|sk-"
+                           r"|AKIA|ASIA|xox|hf_|npm_|pypi-|AIza|glpat-|eyJ)[\w.-]{0,2000}+)\Z")
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
                              r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
 TOKEN_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+NAME_CHARACTERS = TOKEN_CHARACTERS | {"."}
 
 
 def looks_random(value: str) -> bool:
@@ -113,7 +120,7 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False) ->
     if "://" in text:
         text = URL_PASSWORD.sub(lambda match: f"://{match['user']}:{MARKER.format(kind='password in a URL')}", text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
-        end = max(0, len(text) - 30_000)  # a private key cut short is the longest: a few thousand characters
+        end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
         text = text[:end] + CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
     if cut_before and (start := CUT_SHORT_START.match(text)):  # its tail starts inside one: the rest of it
         text = MARKER.format(kind="the end of a token cut short") + text[start.end():]
@@ -129,20 +136,14 @@ def continues_word(match: re.Match) -> bool:
 
 def withhold_named(text: str) -> str:
     """The text with each random-looking value of a name that says "secret" withheld."""
-    lowered, starts = text.lower(), set()
-    for word in WORDS:
-        at = lowered.find(word)
-        while at != -1:
-            start = at
-            while start and (text[start - 1] in TOKEN_CHARACTERS or text[start - 1] == "."):
-                start -= 1
-            starts.add(start)
-            at = lowered.find(word, at + len(word))
     pieces, done = [], 0
-    for start in sorted(starts):
+    for candidate in CANDIDATE.finditer(text.lower()):
+        start = candidate.start()
+        while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
+            start -= 1
         match = NAMED.match(text, start)
-        if (not match or start < done or not SECRET_NAME.search(match["name"].lower())
-                or not looks_random(match["value"])):
+        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"])
+                or start < done):
             continue
         pieces += [text[done:match.start("value")], MARKER.format(kind="a value named as a secret")]
         done = match.end("value")
