@@ -182,6 +182,8 @@ def test_credentials_are_withheld_by_their_shape(text, shown):
     'url = "http://user:${PASSWORD}@host/"', "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
     "https://docs.python.org/3/library/re.html", "the task is to ask-for-help", "mask_ghp_value = 1",
     "tokenizer = AutoTokenizer.from_pretrained(model_name_or_path_2)", "password_hash = hash_password(password)",
+    "PWD=/home/me/projects/app-2024/src", "AUTH_TOKEN_FILE=/run/secrets/token-2024",
+    "client_secret=/etc/app/secret-2024.json", "password = $DB_PASSWORD_2024_PROD",
     '"integrity": "sha512-Jk1oVb3lR9+8l9rDuBqAYfjG0u3RnX9xQ2cY4mZ7pW1vT5sN0aE6dH8fK2gL3jI=="',
 ])
 def test_ordinary_code_is_left_as_it_is(text):
@@ -244,6 +246,16 @@ def test_an_edit_beside_a_withheld_value_keeps_it_byte_for_byte(settings):
     assert run(settings, "edit_file", path="settings.json", old_str='"editor.tabSize": 4',
                new_str='"editor.tabSize": 2').ok
     assert (settings.root / "settings.json").read_text() == SETTINGS.replace("4,", "2,")
+
+
+def test_an_edit_cannot_find_a_withheld_value_a_piece_at_a_time(settings):
+    """In `edits` mode nobody is asked: were old_str matched against the file alone, a right guess of a value's
+    first characters would be applied and a wrong one refused, and the model could read it guess by guess."""
+    right, wrong = [run(settings, "edit_file", path="settings.json", old_str=f'"token": "{start}',
+                        new_str='"token": "') for start in (SLACK[:6], SLACK[:5] + "X")]
+    assert not right.ok and right.output == wrong.output.replace('"token": "xoxbX', '"token": "xoxb-')
+    assert right.output.startswith('old_str was not found in settings.json')
+    assert (settings.root / "settings.json").read_text() == SETTINGS
 
 
 def test_a_file_that_really_holds_the_marker_s_words_is_edited_like_any(tmp_path):

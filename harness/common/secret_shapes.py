@@ -14,7 +14,8 @@ The shapes are those gitleaks and detect-secrets match with few false alarms: fi
 `password = os.environ["DB_PASSWORD"]` or `token = get_token()` stays code the model can read and change.
 
 The marker can never match the file's own text unknowingly: `marker_in` finds it in an edit's old or new text,
-and files.py refuses such an edit with the reason, unless the file really holds those words.
+and files.py refuses such an edit with the reason, unless the file really holds those words; and an edit's
+old_str must match the file as it was shown, so no run of tries can find a value a piece at a time.
 
 What a shape cannot do: know a value no shape describes (`password = hunter2`, short and plain), or stop a command
 that prints a value in another form (`base64 settings.json`): the net keeps credentials out of what the tools
@@ -82,9 +83,9 @@ COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
 # name, at most NAME_MAX_CHARS before. Values stop at their first delimiter and never backtrack (possessive), so
 # a text of nothing but `token=token=…` costs a few characters a name, not a scan to the end of each.
 NAME_MAX_CHARS = 100
-CANDIDATE = re.compile(r"""(?:pass|pwd|secret|token|key|auth|credential)[\w.-]{0,12}?\\?["']?[ \t]*"""
+CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}?\\?["']?[ \t]*"""
                        r"""(?:[:=]|["']?[ \t]+value[ \t]*=)""")
-SECRET_NAME = re.compile(r"(?:password|passwd|pwd|secret|token|(?:api|access|private|secret|account|client|auth"
+SECRET_NAME = re.compile(r"(?:password|passwd|secret|token|(?:api|access|private|secret|account|client|auth"
                          r"|signing|encryption|master)[_-]?key|apikey|auth|authident|credentials?|authorization)$")
 NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
                    \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
@@ -101,9 +102,10 @@ NAME_CHARACTERS = TOKEN_CHARACTERS | {"."}
 
 
 def looks_random(value: str) -> bool:
-    """Whether a value named like a secret is one: long, with letters and digits, not a ${placeholder}, and not
-    one letter repeated ("xxxxxxxxxxxxxxxx1")."""
+    """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
+    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1")."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
+            and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value))
 
 

@@ -103,6 +103,9 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
     check_withheld(old, new, document.text, path)
+    shown = ws.redact(document.text)  # as read_file showed it: values shaped like credentials withheld
+    if shown != document.text:  # old_str must match what the model saw, or tries would find a value a piece at a time
+        (replace_every if replace_all else replace_once)(shown, old, new, path)
     if replace_all:
         asked, places = replace_every(document.text, old, new, path)
         rule, first = "exact match", places[0]
