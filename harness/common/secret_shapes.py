@@ -83,7 +83,7 @@ COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
 # name, at most NAME_MAX_CHARS before. Values stop at their first delimiter and never backtrack (possessive), so
 # a text of nothing but `token=token=…` costs a few characters a name, not a scan to the end of each.
 NAME_MAX_CHARS = 100
-CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}?\\?["']?[ \t]*"""
+CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                        r"""(?:[:=]|["']?[ \t]+value[ \t]*=)""")
 SECRET_NAME = re.compile(r"(?:password|passwd|secret|token|(?:api|access|private|secret|account|client|auth"
                          r"|signing|encryption|master)[_-]?key|apikey|auth|authident|credentials?|authorization)$")
