@@ -164,6 +164,7 @@ def test_a_command_output_cut_through_a_token_shows_no_piece_of_it():
      '{"private_key": "[secret withheld: private key]\\n"}'),
     ('{"client_secret": "a8Fj3kL0pQ9zX2vB7nM4"}', '{"client_secret": "[secret withheld: a value named as a secret]"}'),
     ("DB_PASSWORD=Tr0ub4dor-and-3-more", "DB_PASSWORD=[secret withheld: a value named as a secret]"),
+    ("İ" * 30 + ' token = "a8Fj3kL0pQ9zX2vB7nM4"', "İ" * 30 + ' token = "[secret withheld: a value named as a secret]"'),
     ('"{\\"api_key\\": \\"a8Fj3kL0pQ9zX2vB7nM4\\"}"', '"{\\"api_key\\": \\"[secret withheld: a value named as a '
                                                     'secret]\\"}"'),  # JSON inside a JSON string
     ("DATABASE_URL=postgres://app:hunter2@db:5432/app",

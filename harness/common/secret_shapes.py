@@ -99,6 +99,7 @@ CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(
                              r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
 TOKEN_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 NAME_CHARACTERS = TOKEN_CHARACTERS | {"."}
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def looks_random(value: str) -> bool:
@@ -138,8 +139,10 @@ def continues_word(match: re.Match) -> bool:
 
 def withhold_named(text: str) -> str:
     """The text with each random-looking value of a name that says "secret" withheld."""
-    pieces, done = [], 0
-    for candidate in CANDIDATE.finditer(text.lower()):
+    pieces, done, lowered = [], 0, text.lower()
+    if len(lowered) != len(text):  # "İ" lowers to two characters: positions would no longer be the text's
+        lowered = text.translate(ASCII_LOWER)
+    for candidate in CANDIDATE.finditer(lowered):
         start = candidate.start()
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
