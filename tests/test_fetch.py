@@ -430,6 +430,26 @@ def test_which_addresses_are_not_the_public_web(address, kind):
     assert non_public(address) == kind
 
 
+@pytest.mark.parametrize("address, kind", [  # issue 27: IPv4 inside IPv6, every way a kernel or translator reads it
+    ("::127.0.0.2", "a loopback address (this machine)"), ("::7f00:1", "a loopback address (this machine)"),
+    ("::10.0.0.1", "a private address (the local network)"), ("::169.254.169.254", METADATA),
+    ("::ffff:0:127.0.0.1", "a loopback address (this machine)"), ("::ffff:0:192.168.1.1", "a private address (the local network)"),
+    ("2002:a00:1::1", "a private address (the local network)"), ("64:ff9b::127.0.0.1", "a loopback address (this machine)"),
+    ("64:ff9b:1::127.0.0.1", "a loopback address (this machine)"), ("64:ff9b:1::8.8.8.8", "not a public address"),
+    ("::", "a private address (the local network)"), ("::1", "a loopback address (this machine)"),
+    ("::8.8.8.8", None), ("::ffff:0:8.8.8.8", None), ("64:ff9b::8.8.8.8", None), ("2002:808:808::1", None),
+])
+def test_an_ipv4_address_inside_an_ipv6_one_is_judged_by_it(address, kind):
+    assert non_public(address) == kind
+
+
+@pytest.mark.parametrize("host", ["[::127.0.0.2]", "[::7f00:2]", "[::ffff:0:127.0.0.2]", "[64:ff9b:1::7f00:2]"])
+def test_web_fetch_refuses_an_embedded_loopback_before_anything_is_sent(host):
+    """Known without a lookup: refused before the user is asked, and before a connection is tried."""
+    with pytest.raises(ToolError, match=r"^[\da-f:.]+ is a loopback address \(this machine\): web_fetch does not reach"):
+        fetch(f"http://{host}:9/", frozenset(), approve=never_asked, resolve=answers({}))
+
+
 @pytest.mark.parametrize("host, addresses, allowed, refused", [
     ("intranet.corp", ["10.0.0.5"], frozenset(), True),
     ("intranet.corp", ["10.0.0.5"], frozenset({"intranet.corp"}), False),  # the host allowed by name
@@ -665,6 +685,10 @@ def test_parse_hosts():
 
 
 # --- helpers ---
+
+
+def never_asked(host, shown):
+    raise AssertionError(f"asked about {host}, which is refused before anyone is asked")
 
 
 def agree(host, shown):

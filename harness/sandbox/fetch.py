@@ -50,6 +50,10 @@ MAX_BYTES = 5_000_000  # of the page, gzip undone; a longer one is cut here, and
 MAX_REDIRECTS = 5
 TEXT_TYPES = {"application/json", "application/xml", "application/javascript", "application/x-ndjson",
               "application/yaml", "application/x-yaml", "application/toml", "application/x-sh"}
+# IPv6 addresses that carry an IPv4 one in their last 32 bits: NAT64's well-known prefix, SIIT's IPv4-translated
+# ::ffff:0:a.b.c.d, and the deprecated IPv4-compatible ::a.b.c.d ([::127.0.0.2]); each is judged by the IPv4 one.
+LAST_32_BITS = [ipaddress.ip_network(network) for network in ("64:ff9b::/96", "::ffff:0:0:0/96", "::/96")]
+LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: local-use NAT64, off the public web (3.11: global)
 METADATA = {"169.254.169.254", "fd00:ec2::254", "100.100.100.200"}  # AWS, GCP, Azure...; AWS over IPv6; Alibaba
 
 # (host, whether a proxy will resolve it instead) -> its addresses, as strings, as the system's resolver gives them.
@@ -173,14 +177,17 @@ def addresses_of(host: str, proxied: bool = False) -> list[str]:
 
 def non_public(address: str) -> str | None:
     """What an address the web cannot reach is, e.g. "a private address (the local network)"; None for a
-    public one. An IPv6 address that carries an IPv4 one (::ffff:10.0.0.1, 6to4, NAT64) is judged by it."""
+    public one. An IPv6 address that carries an IPv4 one (::ffff:10.0.0.1, ::127.0.0.2, 6to4, NAT64) is judged
+    by it."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # fe80::1%eth0: the zone names an interface
     if ip.version == 6:
         embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo or (None, None))[1]
-        if embedded is None and ip in ipaddress.ip_network("64:ff9b::/96"):
+        if embedded is None and any(ip in network for network in LAST_32_BITS) and int(ip) > 1:  # not :: or ::1
             embedded = ipaddress.ip_address(int(ip) & 0xFFFFFFFF)
         if embedded is not None:
             return non_public(str(embedded))
+        if ip in LOCAL_NAT64:  # a network's own NAT64, wherever its prefix ends: never the public web
+            return non_public(str(ipaddress.ip_address(int(ip) & 0xFFFFFFFF))) or "not a public address"
     if str(ip) in METADATA:
         return "the cloud metadata address (where a cloud machine's credentials are served)"
     if ip.is_loopback:

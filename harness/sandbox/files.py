@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from harness.common.redaction import REDACTED
+from harness.common.secret_shapes import marker_in
 from harness.common.words import count
 from harness.sandbox import ToolError
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
@@ -79,6 +80,7 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     if old_str == "" and replace_all:
         raise ToolError("replace_all needs the text to replace as old_str; an empty old_str only creates new files.")
     if old_str == "":  # a new file holds exactly what was asked: a lone CR in new_str may be meant
+        check_withheld("", new_str, "", path)
         return create_file(ws, full, path, new_str, exists=info is not None)
     if info is None:
         raise ToolError(f'{path} does not exist. To create it, call edit_file with old_str "" and the whole '
@@ -101,6 +103,10 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
+    check_withheld(old, new, document.text, path)
+    shown = ws.redact(document.text)  # as read_file showed it: values shaped like credentials withheld
+    if shown != document.text:  # old_str must match what the model saw, or tries would find a value a piece at a time
+        (replace_every if replace_all else replace_once)(shown, old, new, path)
     if replace_all:
         asked, places = replace_every(document.text, old, new, path)
         rule, first = "exact match", places[0]
@@ -119,6 +125,18 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     change = (describe_every(document.text, asked, text, places) if replace_all
               else describe_change(document.text, asked, text, first, last, rule))
     return f"Edited {shown}{change}{warning}"
+
+
+def check_withheld(old: str, new: str, text: str, path: str) -> None:
+    """Refuse an edit that carries a withheld value's marker (secret_shapes.py) the file does not really hold:
+    matched, it would stand for text that is not there; written, it would replace a value with its marker."""
+    for name, given in (("old_str", old), ("new_str", new)):
+        withheld = marker_in(given)
+        if withheld and withheld not in text:
+            raise ToolError(f"{name} holds {withheld}, which stands for a value plainagent withheld from you (it "
+                            f"looks like a credential); {path} " + ("holds the value itself, so old_str is not in "
+                            "it" if name == "old_str" else "would get those words in place of a value") + ". Make "
+                            "the edit around that line, with the value left out, or ask the user to change it.")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:

@@ -51,6 +51,8 @@ SECRET_NAMES = [
     ".password-store/**", ".claude/.credentials.json", "github-copilot/**", ".aws/sso/cache/*.json",
     ".aws/cli/cache/*.json", "kaggle.json", ".databrickscfg", "huggingface/token", ".huggingface/token",
     "serviceaccountkey.json",
+    # pip's configuration: an index URL with a password or token in it (`https://user:token@host/simple`)
+    "pip.conf", "pip.ini",
 ]
 # A copy an editor or a tool leaves beside a file holds what the file holds: the name without what the copy
 # adds before (`#.env#` and `.#.env` of Emacs, `~$` of Office) or after it (`~`, `.bak`, `.swp` of vim, `.1`

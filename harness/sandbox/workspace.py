@@ -20,7 +20,8 @@ these rules itself; this module knows nothing about the tools (it must not impor
     there): an approval is for the change the user saw, never over an edit they made meanwhile;
   - each write is journaled with the bytes before and after, so `Workspace.undo` can restore the file,
     and refuses when the file is no longer what the agent left;
-  - every result is redacted with the session's key, by the one rule of `redaction.py`.
+  - every result is redacted with the session's key, by the one rule of `redaction.py`, and has values shaped
+    like credentials withheld (`secret_shapes.py`), before anything is cut or searched.
 Not covered: hard links (a hard link to a file outside is the file itself, and no path can tell: it is read,
 and written in place, like any file; the question says when a file has other names), and links inside
 directories reached through a symlinked directory (the walk does not follow those).
@@ -39,6 +40,7 @@ from pathlib import Path
 
 from harness.common.directories import config_dir, state_dir
 from harness.common.redaction import Secret
+from harness.common.secret_shapes import withhold
 from harness.sandbox import ToolError, beneath
 from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
@@ -337,8 +339,10 @@ class Workspace:
     # --- the API key (the rule is redaction.py's; the workspace holds the session's key) ---
 
     def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
-        """The text with the session's API key blanked out, so no tool result ever shows it to the model."""
-        return self.secret.redact(text, cut_before=cut_before, cut_after=cut_after)
+        """The text with the session's API key blanked out, and values shaped like credentials withheld
+        (secret_shapes.py), so no tool result ever shows them to the model."""
+        return withhold(self.secret.redact(text, cut_before=cut_before, cut_after=cut_after), cut_before=cut_before,
+                        cut_after=cut_after)
 
     def leaks(self, text: str) -> bool:
         """Whether `text` holds the API key (a command's environment variable, for instance)."""

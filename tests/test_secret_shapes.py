@@ -1,0 +1,269 @@
+"""Credentials known by their shape (issue 27 item 5): withheld from every result the model gets, whatever file
+or command they came from; ordinary code stays as it is; and an edit never writes a marker in a value's place.
+
+The tokens here are made up in the shapes real ones have; none was ever valid."""
+
+import io
+import json
+import time
+
+import pytest
+from test_fetch import WebSite
+
+from harness.common.secret_shapes import withhold
+from harness.sandbox.shell import HeadAndTail
+from harness.sandbox.workspace import Workspace
+from tools import check_args, run_tool
+
+GITHUB = "ghp_" + "aB3dE6gH9j" * 3 + "kLmNoP"  # 36 characters after the prefix
+COPILOT = "ghu_" + "Zy9Xw8Vu7T" * 3 + "s6R5q4"
+OPENAI = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0" * 4
+ANTHROPIC = "sk-ant-oat01-" + "Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8" * 3
+AWS_ID = "AKIA" + "QYLPMN5HHHFPZAM2"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYz9q8R7s6T5"
+HUGGING_FACE = "hf_" + "kQmWnErTyUiOpAsDfGhJkLzXcVbNmQwErT"
+DATABRICKS = "dapi" + "0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+KAGGLE = "3c7f9a1b5d2e8f4a6b0c9d1e7f3a5b2c"
+NUGET_PAT = "q7w3e9r1t5y2u8i4o6p0a3s7d1f9g5h2j8k4l6z0x3c7v1b9n5m2"
+YARN = "NpmToken.3f2b9c1e-8a7d-4e6f-b5c4-d3e2f1a0b9c8"
+PIP_PASSWORD = "Pyp1-s3cret-Passw0rd"
+SSO_TOKEN = "aoaAAAAAGdMv7Q2l0Yf4:MGUCMQDk3J9sXvUe2bQwRtY5nZ8pLcA1fHg6Kj0m"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+SLACK = "xoxb-2048-1234567890-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+KEY_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"
+PG_PASSWORD = "Pg-5ecret-9f8e7d6c5b4a"
+
+# The thirteen files of the attack, in a home folder and a project in it, each with what such a file holds.
+HOME_FILES = {
+    ".bash_history": f"ls\nexport GITHUB_TOKEN={GITHUB}\ncurl -H 'Authorization: Bearer {OPENAI}' https://x/v1\n",
+    ".zsh_history": f": 1700000000:0;export AWS_ACCESS_KEY_ID={AWS_ID}\n: 1700000001:0;export "
+                    f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n",
+    ".claude/.credentials.json": json.dumps({"claudeAiOauth": {"accessToken": ANTHROPIC, "expiresAt": 1}}),
+    ".config/github-copilot/apps.json": json.dumps({"github.com:Iv1.b507a08c87ecfe98": {"user": "me",
+                                                                                         "oauth_token": COPILOT}}),
+    ".aws/sso/cache/0a1b2c3d.json": json.dumps({"accessToken": SSO_TOKEN, "clientSecret": JWT}),
+    ".config/pip/pip.conf": f"[global]\nindex-url = https://me:{PIP_PASSWORD}@pypi.corp.example/simple\n",
+    ".yarnrc.yml": f'npmRegistryServer: "https://npm.corp.example"\nnpmAuthToken: "{YARN}"\n',
+    ".kaggle/kaggle.json": json.dumps({"username": "me", "key": KAGGLE}),
+    ".databrickscfg": f"[DEFAULT]\nhost = https://adb-1.azuredatabricks.net\ntoken = {DATABRICKS}\n",
+    ".cache/huggingface/token": HUGGING_FACE,
+    "project/serviceAccountKey.json": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\n'
+                                      f'{KEY_BODY}\\n-----END PRIVATE KEY-----\\n", "client_email": "a@b.iam"}}',
+    "project/nuget.config": '<configuration><packageSourceCredentials><github>\n<add key="Username" value="me" />\n'
+                            f'<add key="ClearTextPassword" value="{NUGET_PAT}" />\n</github></packageSourceCredentials>'
+                            "</configuration>\n",
+    "project/.vscode/settings.json": '{\n  "editor.tabSize": 4,\n  "rest-client.environmentVariables": {"$shared": '
+                                     f'{{"token": "{SLACK}"}}}},\n  "sqltools.connections": [{{"password": '
+                                     f'"{PG_PASSWORD}"}}]\n}}\n',
+}
+VALUES = [GITHUB, COPILOT, OPENAI, ANTHROPIC, AWS_ID, AWS_SECRET, HUGGING_FACE, DATABRICKS, KAGGLE, NUGET_PAT, YARN,
+          PIP_PASSWORD, SSO_TOKEN, JWT, SLACK, KEY_BODY, PG_PASSWORD]
+
+
+def run(ws, name, **args):
+    assert check_args(name, args) is None, check_args(name, args)
+    return run_tool(ws, name, args)
+
+
+def seen(output: str) -> list[str]:
+    """The values (or a long piece of one) a result shows."""
+    return [value for value in VALUES if any(value[at:at + 12] in output for at in range(0, len(value) - 11))]
+
+
+@pytest.fixture
+def home(tmp_path):
+    for name, text in HOME_FILES.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+# --- the attack of issue 27, end to end through the tools ---
+
+
+def test_one_search_of_the_home_folder_shows_no_credential(home):
+    ws = Workspace(home)
+    for pattern in [".", "token|key|password|secret|auth", "ghp_|sk-|AKIA|hf_|BEGIN", "ghp_a", "=", ":"]:
+        assert seen(run(ws, "search_files", pattern=pattern).output) == [], pattern
+    settings = run(ws, "search_files", pattern="token|password", path="project/.vscode").output
+    assert settings == ('project/.vscode/settings.json:3: "rest-client.environmentVariables": {"$shared": {"token": '
+                        '"[secret withheld: Slack token]"}},\n'
+                        'project/.vscode/settings.json:4: "sqltools.connections": [{"password": '
+                        '"[secret withheld: a value named as a secret]"}]')
+
+
+@pytest.mark.parametrize("name", list(HOME_FILES))
+def test_each_credential_file_is_refused_or_read_with_its_values_withheld(home, name):
+    result = run(Workspace(home), "read_file", path=name)
+    assert seen(result.output) == []
+    assert "may hold secrets" in result.output or "[secret withheld: " in result.output
+
+
+@pytest.mark.parametrize("name", [".config/pip/pip.conf", "pip.conf", "pip.ini", ".pip/pip.conf"])
+def test_pip_configuration_joins_the_secret_names(tmp_path, name):
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_text("[global]\nindex-url = https://me:pw@pypi.corp.example/simple\n")
+    assert run(Workspace(tmp_path), "read_file", path=name).output.startswith(f"{name} may hold secrets")
+
+
+def test_a_command_s_output_has_its_credentials_withheld(home):
+    ws = Workspace(home / "project")
+    output = run(ws, "run_command", command="cat nuget.config .vscode/settings.json").output
+    assert seen(output) == [] and output.count("[secret withheld: ") == 3
+    assert '<add key="Username" value="me" />' in output  # the rest of the file is as it is
+
+
+def test_a_fetched_page_has_its_credentials_withheld(tmp_path):
+    with WebSite({"/leak.txt": {"body": f"key: {OPENAI}\nnext line\n", "headers": {"Content-Type": "text/plain"}}}) as site:
+        output = run(Workspace(tmp_path, fetch_allow=frozenset({"127.0.0.1"})), "web_fetch", url=f"{site.url}/leak.txt")
+    assert output.output.endswith("\nkey: [secret withheld: API key]\nnext line\n")
+
+
+def test_a_sub_agent_s_answer_has_its_credentials_withheld(tmp_path):
+    result = run_tool(Workspace(tmp_path), "delegate", {"task": "find the token"}, subagent=lambda task: f"It is {GITHUB}.")
+    assert result.output == "It is [secret withheld: GitHub token]."
+
+
+def test_a_command_output_cut_through_a_token_shows_no_piece_of_it():
+    """Kept as a head and a tail of 40 bytes each: the head ends 31 characters into one token, the tail starts 5
+    characters into another."""
+    output = HeadAndTail(80)
+    output.read_all(io.BytesIO(f"export T={GITHUB}\n{'x' * 100}\n{GITHUB[5:]} end\n".encode()))
+    assert output.text(lambda text, **cut: withhold(text, **cut)) == (
+        "export T=[secret withheld: a token cut short]\n[... 111 bytes dropped: about 2 of the 3 lines ...]\n"
+        "[secret withheld: the end of a token cut short] end\n")
+
+
+# --- the shapes, and what is not one ---
+
+
+@pytest.mark.parametrize("text, shown", [
+    (f"export GITHUB_TOKEN={GITHUB}", "export GITHUB_TOKEN=[secret withheld: GitHub token]"),
+    ("github_pat_" + "11ABCDEFG0" * 8 + "xy", "[secret withheld: GitHub token]"),
+    ("CI_TOKEN: glpat-" + "a1B2c3D4e5F6g7H8i9J0", "CI_TOKEN: [secret withheld: GitLab token]"),
+    (f'client = OpenAI(api_key="{OPENAI}")', 'client = OpenAI(api_key="[secret withheld: API key]")'),
+    ("sk-" + "0123456789abcdef" * 2, "[secret withheld: API key]"),  # DeepSeek's
+    (ANTHROPIC, "[secret withheld: Anthropic key]"),
+    ("stripe.api_key = 'sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc'", "stripe.api_key = '[secret withheld: Stripe key]'"),
+    (f"id={AWS_ID}", "id=[secret withheld: AWS access key]"),
+    ("ASIA" + "ZXCVBNMQWERTY234", "[secret withheld: AWS access key]"),
+    (SLACK, "[secret withheld: Slack token]"),
+    ("https://hooks.slack.com/services/T000/B000/" + "XXXXXXXXXXXXXXXXXXXXXXXX",
+     "https://[secret withheld: Slack webhook]"),
+    (HUGGING_FACE, "[secret withheld: Hugging Face token]"),
+    ("//registry.npmjs.org/:_authToken=npm_" + "aBcD1234" * 4 + "eFgH", "//registry.npmjs.org/:_authToken=[secret "
+                                                                        "withheld: npm token]"),
+    ("password = pypi-AgEIcHlwaS5vcmc" + "CJDk0ZjM2" * 6, "password = [secret withheld: PyPI token]"),
+    ("AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "[secret withheld: Google API key]"),
+    (f"Authorization: Bearer {JWT}", "Authorization: Bearer [secret withheld: JSON web token]"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\nnext",
+     "[secret withheld: private key]\n[secret withheld: private key]\n[secret withheld: private key]\nnext"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA", "[secret withheld: private key]\n[secret withheld: "
+                                                          "private key]"),  # cut off before its end
+    ('{"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\\n"}',
+     '{"private_key": "[secret withheld: private key]\\n"}'),
+    ('{"client_secret": "a8Fj3kL0pQ9zX2vB7nM4"}', '{"client_secret": "[secret withheld: a value named as a secret]"}'),
+    ("DB_PASSWORD=Tr0ub4dor-and-3-more", "DB_PASSWORD=[secret withheld: a value named as a secret]"),
+    ("İ" * 30 + ' token = "a8Fj3kL0pQ9zX2vB7nM4"', "İ" * 30 + ' token = "[secret withheld: a value named as a secret]"'),
+    ('"{\\"api_key\\": \\"a8Fj3kL0pQ9zX2vB7nM4\\"}"', '"{\\"api_key\\": \\"[secret withheld: a value named as a '
+                                                    'secret]\\"}"'),  # JSON inside a JSON string
+    ("DATABASE_URL=postgres://app:hunter2@db:5432/app",
+     "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
+    ("bot = 123456789:AA" + "Hdqwerty-1234567890_ABCDEFGHIJKLMN", "bot = 123456789[secret withheld: Telegram bot token]"),
+])
+def test_credentials_are_withheld_by_their_shape(text, shown):
+    assert withhold(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    'password = os.environ["DB_PASSWORD"]', "token = get_token(request)", "api_key: str | None = None",
+    '"key": "settings.title.label2"', "max_tokens=4096", "pip install sk-learn", "import sklearn",
+    "self.secret.redact(text, cut_before=cut_before)", 'token = "abcdefgh"', 'password: "changeme"',
+    'API_KEY = "your-api-key-here"', "SECRET_KEY = settings.SECRET_KEY", 'token = "xxxxxxxxxxxxxxxxxxxxxxxx1"',
+    'url = "http://user:${PASSWORD}@host/"', "commit 9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "https://docs.python.org/3/library/re.html", "the task is to ask-for-help", "mask_ghp_value = 1",
+    "tokenizer = AutoTokenizer.from_pretrained(model_name_or_path_2)", "password_hash = hash_password(password)",
+    "PWD=/home/me/projects/app-2024/src", "AUTH_TOKEN_FILE=/run/secrets/token-2024",
+    "client_secret=/etc/app/secret-2024.json", "password = $DB_PASSWORD_2024_PROD",
+    '"integrity": "sha512-Jk1oVb3lR9+8l9rDuBqAYfjG0u3RnX9xQ2cY4mZ7pW1vT5sN0aE6dH8fK2gL3jI=="',
+])
+def test_ordinary_code_is_left_as_it_is(text):
+    assert withhold(text) == text
+
+
+@pytest.mark.parametrize("text", ["token=" * 85_000, "-----BEGIN PRIVATE KEY-----" * 19_000, "sk-" * 170_000,
+                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000],
+                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken"])
+def test_no_text_makes_withholding_slow(text):
+    """Half a megabyte each, made of what the shapes start with: each took seconds to minutes in a draft whose
+    regexes scanned to the end of the text from every start (now 0.1 s or less; the bound is 20 times that)."""
+    started = time.perf_counter()
+    withhold(text, cut_before=True, cut_after=True)
+    assert time.perf_counter() - started < 2
+
+
+def test_line_numbers_after_a_withheld_private_key_are_the_file_s_own(tmp_path):
+    (tmp_path / "deploy.py").write_text('KEY = """-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n'
+                                        '-----END EC PRIVATE KEY-----"""\nconnect(KEY)\n')
+    assert run(Workspace(tmp_path), "read_file", path="deploy.py", offset=4).output == "     4\tconnect(KEY)"
+
+
+# --- an edit never takes a marker for the value, nor writes one in its place ---
+
+
+SETTINGS = f'{{\n  "editor.tabSize": 4,\n  "token": "{SLACK}"\n}}\n'
+
+
+@pytest.fixture
+def settings(tmp_path):
+    (tmp_path / "settings.json").write_text(SETTINGS)
+    return Workspace(tmp_path)
+
+
+def test_an_edit_from_a_line_shown_withheld_fails_and_says_why(settings):
+    shown = run(settings, "read_file", path="settings.json").output
+    assert '"token": "[secret withheld: Slack token]"' in shown
+    result = run(settings, "edit_file", path="settings.json", old_str='  "editor.tabSize": 4,\n  "token": '
+                 '"[secret withheld: Slack token]"', new_str='  "editor.tabSize": 2,\n  "token": "[secret withheld: '
+                 'Slack token]"')
+    assert not result.ok
+    assert result.output == ("old_str holds [secret withheld: Slack token], which stands for a value plainagent "
+                             "withheld from you (it looks like a credential); settings.json holds the value itself, "
+                             "so old_str is not in it. Make the edit around that line, with the value left out, or "
+                             "ask the user to change it. No changes were made.")
+    assert (settings.root / "settings.json").read_text() == SETTINGS
+
+
+@pytest.mark.parametrize("path, old_str", [("settings.json", '"editor.tabSize": 4,'), ("other.json", "")])
+def test_an_edit_never_writes_a_marker_in_a_value_s_place(settings, path, old_str):
+    result = run(settings, "edit_file", path=path, old_str=old_str,
+                 new_str='"token": "[secret withheld: Slack token]",')
+    assert not result.ok and result.output.startswith("new_str holds [secret withheld: Slack token], which stands "
+                                                      "for a value plainagent withheld from you")
+    assert (settings.root / "settings.json").read_text() == SETTINGS and not (settings.root / "other.json").exists()
+
+
+def test_an_edit_beside_a_withheld_value_keeps_it_byte_for_byte(settings):
+    assert run(settings, "edit_file", path="settings.json", old_str='"editor.tabSize": 4',
+               new_str='"editor.tabSize": 2').ok
+    assert (settings.root / "settings.json").read_text() == SETTINGS.replace("4,", "2,")
+
+
+def test_an_edit_cannot_find_a_withheld_value_a_piece_at_a_time(settings):
+    """In `edits` mode nobody is asked: were old_str matched against the file alone, a right guess of a value's
+    first characters would be applied and a wrong one refused, and the model could read it guess by guess."""
+    right, wrong = [run(settings, "edit_file", path="settings.json", old_str=f'"token": "{start}',
+                        new_str='"token": "') for start in (SLACK[:6], SLACK[:5] + "X")]
+    assert not right.ok and right.output == wrong.output.replace('"token": "xoxbX', '"token": "xoxb-')
+    assert right.output.startswith('old_str was not found in settings.json')
+    assert (settings.root / "settings.json").read_text() == SETTINGS
+
+
+def test_a_file_that_really_holds_the_marker_s_words_is_edited_like_any(tmp_path):
+    """This project's own tests and docs quote the marker: there it is text, and edits of it work."""
+    (tmp_path / "notes.md").write_text("A token is shown as [secret withheld: GitHub token].\n")
+    result = run(Workspace(tmp_path), "edit_file", path="notes.md", old_str="shown as [secret withheld: GitHub token].",
+                 new_str="shown as [secret withheld: GitHub token], never as itself.")
+    assert result.ok
+    assert (tmp_path / "notes.md").read_text() == ("A token is shown as [secret withheld: GitHub token], never as "
+                                                   "itself.\n")
