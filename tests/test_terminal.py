@@ -150,7 +150,8 @@ def test_a_long_new_file_shows_its_head_and_tail_and_counts_the_rest():
     shown, question = render_question("edit", "create notes.md", content, ROOT, screen=SCREEN)
     head = "".join(f"line {n}\n" for n in range(1, 23))  # two thirds of the 34 rows left, after the marker's
     tail = "".join(f"line {n}\n" for n in range(1989, 2001))
-    assert shown == f"\nCreate notes.md (2,000 lines):\n{head}... 1,966 lines not shown ...\n{tail}\n"
+    assert shown == (f"\nCreate notes.md (2,000 lines, shortened to fit the screen):\n{head}"
+                     f"... 1,966 lines not shown ...\n{tail}\n")
     assert question == "Allow create notes.md? [y]es / [n]o (or type a reason) / [a]lways / [v]iew it all: "
     whole, _ = render_question("edit", "create notes.md", content, ROOT, whole=True, screen=SCREEN)
     assert whole == f"\nCreate notes.md (2,000 lines):\n{content}\n"
@@ -159,7 +160,7 @@ def test_a_long_new_file_shows_its_head_and_tail_and_counts_the_rest():
 def test_marked_escapes_and_the_left_out_count_are_marked_once():
     content = "\x1b[2J\n" + "x\n" * 100
     shown, _ = render_question("edit", "create a.txt", content, ROOT, mark=lambda text: f"<{text}>")
-    assert shown.startswith("\nCreate a.txt (101 lines):\n<\\x1b>[2J\nx\n")
+    assert shown.startswith("\nCreate a.txt (101 lines, shortened to fit the screen):\n<\\x1b>[2J\nx\n")
     assert "\n<... 83 lines not shown ...>\nx\n" in shown  # on a screen of unknown size: 24 rows
 
 
@@ -556,7 +557,8 @@ def test_a_preview_longer_than_the_screen_shows_its_beginning_and_end_and_what_i
     for columns, rows in [(120, 40), (80, 24), (200, 60), (60, 15)]:
         shown, question = render_question(kind, title, preview, ROOT, screen=os.terminal_size((columns, rows)))
         assert rows_taken(shown + "(discarded what was typed before this question)\n" + question, columns) <= rows
-        assert shown.startswith(f"\n{'Run in /work/space' if kind == 'command' else ''}") and first in shown
+        assert shown.startswith(f"\n{'Run in /work/space (' if kind == 'command' else ''}") and first in shown
+        assert shown.split("\n")[1].endswith("shortened to fit the screen):")
         assert "tests/test_module_398.py" in shown and "tests/test_module_399.py\n\n" in shown
         assert " not shown ...]" in shown or " lines not shown ..." in shown
         assert question.endswith(" / [v]iew it all: ")
@@ -586,7 +588,7 @@ def test_at_a_terminal_of_40_rows_what_runs_first_and_the_question_are_on_the_la
     assert refusal == "The user said no."
     first, whole = screen.split("[v]iew it all: v\n")  # what was shown first; then, once asked, the whole command
     last = last_screen(first + "[v]iew it all: v", 40, 120)
-    assert last[:3] == ["", "Run in /work/space:", "$ " + LONG_COMMAND[:118]]
+    assert last[:3] == ["", "Run in /work/space (shortened to fit the screen):", "$ " + LONG_COMMAND[:118]]
     assert "".join(last[-3:]) == ASKED + "v" and last[-4] == ""
     assert "".join(last[3:-4]).endswith(" tests/test_module_398.py tests/test_module_399.py")
     assert whole == f"\nRun in /work/space:\n$ {LONG_COMMAND}\n\n{ASKED.replace(' / [v]iew it all', '')}n\n"
@@ -652,3 +654,28 @@ def test_long_runs_removed_kept_and_in_commands_say_so():
     assert header.endswith(" x\n[6 blank lines removed]\n[7 blank lines unchanged]\n\n")
     preview, _ = render_question("command", "run this command", "$ cat <<EOF\na\n\n\nb\n\n\n\n\n\nEOF", ROOT)
     assert preview.endswith("\n$ cat <<EOF\na\n\n\nb\n[5 blank lines]\nEOF\n\n")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pseudo-terminals as Linux has them")
+def test_end_to_end_at_40_rows_the_long_commands_start_and_its_question_are_on_the_last_screen(install, project):
+    import json
+    import threading as threads
+
+    from fake_endpoint import FakeEndpoint, completion
+    from test_e2e_terminal import Screen
+
+    sized = threads.Event()  # the reply waits until the terminal has its size, as a window has before anything runs
+    call = f"tool: run_command({json.dumps({'command': LONG_COMMAND})})"
+    with FakeEndpoint([{"body": completion(call), "hold": sized}, "Did not run."]) as endpoint:
+        screen = Screen(install, project, endpoint, "-p", "run the tests")
+        set_size(screen.master, 40, 120)
+        sized.set()
+        shown = screen.expect("[v]iew it all: ")
+        screen.type("n\n")
+        screen.expect("Did not run.")
+        assert screen.wait() == 0
+    last = last_screen(shown, 40, 120)
+    assert last[-3:] == [ASKED[:120], ASKED[120:240], ASKED[240:]]  # byte-exact, and on three rows of their own
+    run = next(at for at, row in enumerate(last) if row.startswith("Run in "))
+    assert last[run].endswith("/project (shortened to fit the screen):") and last[run + 1] == "$ " + LONG_COMMAND[:118]
+    assert last[-4] == "" and last[-5].endswith(" tests/test_module_398.py tests/test_module_399.py")

@@ -11,6 +11,7 @@ question repeats what runs first, so it is on screen next to the prompt however 
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.cli.terminal import EMOJI_STYLES, describe_char, escape, escaped_chars, hides, without_key
+from harness.cli.terminal import EMOJI_STYLES, describe_char, escape, escaped_chars, hides, shows_as_is, without_key
 from harness.common.words import count
 
 SCREEN = os.terminal_size((80, 24))  # columns and rows when the terminal's size cannot be known: a VT100's
@@ -28,11 +29,12 @@ QUESTION_ROWS = 3  # rows the question may fill: what a command runs first (or t
 BLANK_RUN = 5  # lines in a row that draw nothing from which they are counted: two between functions stay blank
 ANSWERS = "[y]es / [n]o (or type a reason) / [a]lways"
 VIEW = " / [v]iew it all"
+SHORTENED = "shortened to fit the screen"
 
 
 class Piece(NamedTuple):
     """A piece of a shown line: a character with the marks drawn on it, an escape or a count, which a cut never
-    splits; or `plain` ASCII text, which a cut may split anywhere."""
+    splits; or `plain` text that shows as it is, which a cut may split between any two characters it draws."""
     text: str  # as shown (an escape perhaps marked)
     cells: int  # the columns it takes on the screen
     chars: int  # the characters it stands for
@@ -67,7 +69,8 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     An edit that acts later (`why`, later.py) says why it is asked, next to the question, and offers no [a]lways.
     """
     columns, rows = screen or SCREEN
-    header, shown, subject, frame = render_preview(kind, title, preview, root, mark, columns)
+    what, details, shown, subject, frame = render_preview(kind, title, preview, root, mark, columns)
+    header = f"{what} ({', '.join([*details, SHORTENED])}):"  # as tall as it can be
     answers = ANSWERS.replace(" / [a]lways", "") if why else ANSWERS
     room = max(QUESTION_ROWS * columns - len(frame.format("", answers + VIEW)) - 1, 20)
     subject_text, _, _ = fit_line(subject, room, mark, tail=0 if kind == "command" else 1 / 3)
@@ -77,36 +80,40 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     body_rows = rows - 3 - height(header, columns) - height(why_line, columns) * bool(why) - height(asked, columns)
     body, cut = ([text for text, _, _ in (fit_line(line.pieces, math.inf, mark) for line in shown)], False) \
         if whole else fit(shown, max(body_rows, 3), columns, mark)
+    details += [SHORTENED] * cut  # said, as the counts within say what they stand for
+    header = f"{what} ({', '.join(details)}):" if details else f"{what}:"
     question = frame.format(subject_text, answers + VIEW * cut)
     return f"\n{header}\n" + "\n".join(body) + "\n\n" + (why_line + "\n" if why else ""), question
 
 
 def render_preview(kind: str, title: str, preview: str, root: Path | None, mark: Callable[[str], str],
-                   columns: int) -> tuple[str, list[Shown], list[Piece], str]:
-    """(the header, the preview's lines, what the question is about, the question with {} for it and the answers)."""
+                   columns: int) -> tuple[str, list[str], list[Shown], list[Piece], str]:
+    """(what the header says will happen, and its details; the preview's lines; what the question is about; the
+    question, with {} for that and for the answers)."""
     verb, _, path = title.partition(" ")
     named = fit_line(show_line(path, mark), max(2 * columns - 30, 20), mark)[0]  # a path of 4,000 characters too
     if kind == "command":
         lines = preview.rstrip("\n").split("\n")  # trailing line breaks change nothing that runs
         where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
-        header = f"Run{where}{f' ({len(lines):,} lines)' if len(lines) > 1 else ''}:"
+        details = [f"{len(lines):,} lines"] if len(lines) > 1 else []
         bare = [lines[0].removeprefix("$ "), *lines[1:]]  # the tools show a command after "$ "
         first = next((line for line in bare if not draws_nothing(line)), bare[0])
         several = f", {len(lines):,} lines" if len(lines) > 1 else ""
-        return header, show_command(lines, mark), show_line(first, mark), f"Allow this command ({{}}{several})? {{}}: "
+        return f"Run{where}", details, show_command(lines, mark), show_line(first, mark), \
+            f"Allow this command ({{}}{several})? {{}}: "
     if verb == "create":
         lines = preview.split("\n") if preview else []
         if preview.endswith("\n"):
             lines.pop()  # the final line break ends the last line; it does not start another
-        header = f"Create {named} ({count(len(lines), 'line') if lines else 'empty'}):"
+        what, details = f"Create {named}", [count(len(lines), "line") if lines else "empty"]
         shown = show_changes(lines, mark, signs=False)
     else:
         lines = preview.rstrip("\n").split("\n")
         added, removed = (sum(line[:1] == sign and line[:3] != sign * 3 for line in lines) for sign in "+-")
-        header = f"Edit {named} (+{added:,} -{removed:,} lines):" if verb == "edit" else \
-            f"{fit_line(show_line(title, mark), 2 * columns, mark)[0].capitalize()}:"
+        what, details = (f"Edit {named}", [f"+{added:,} -{removed:,} lines"]) if verb == "edit" else \
+            (fit_line(show_line(title, mark), 2 * columns, mark)[0].capitalize(), [])
         shown = show_changes(lines, mark)
-    return header, shown, show_line(title, mark), "Allow {}? {}: "
+    return what, details, shown, show_line(title, mark), "Allow {}? {}: "
 
 
 def show_command(lines: list[str], mark: Callable[[str], str]) -> list[Shown]:
@@ -187,18 +194,32 @@ def show_line(line: str, mark: Callable[[str], str], at_least: int = 8) -> list[
 
 
 def char_pieces(text: str, mark: Callable[[str], str]) -> list[Piece]:
-    """`text` escaped, as pieces: plain ASCII in one piece, else a piece a character, marks with what they mark."""
-    if text.isascii() and text.isprintable():  # the common case: cut anywhere, one column a character
-        return [Piece(text, len(text), len(text), True)] if text else []
+    """`text` escaped, as pieces: text that shows as it is in one piece, else a piece a character."""
+    if shows_as_is(text):  # the common case: one piece, which a cut may split
+        return [Piece(text, cells_of(text), len(text), True)] if text else []
     pieces: list[Piece] = []
     for char, shown in zip(text, escaped_chars(text, mark=mark)):
         if shown != char:
             pieces.append(Piece(shown, len(describe_char(char)), 1))
-        elif pieces and (unicodedata.category(char) in ("Mn", "Me") or char in EMOJI_STYLES):  # drawn on the last
+        elif pieces and not char_cells(char):  # a mark, drawn on the character before it
             pieces[-1] = Piece(pieces[-1].text + char, pieces[-1].cells, pieces[-1].chars + 1)
         else:
-            pieces.append(Piece(char, 2 if unicodedata.east_asian_width(char) in "WF" else 1, 1))
+            pieces.append(Piece(char, char_cells(char), 1))
     return pieces
+
+
+def cells_of(text: str) -> int:
+    """The columns `text` takes on the screen."""
+    return len(text) if text.isascii() else sum(map(char_cells, text))
+
+
+@functools.lru_cache(maxsize=4096)
+def char_cells(char: str) -> int:
+    """The columns a character that shows as itself takes: none for a mark drawn on the one before, two for a
+    wide one (CJK, most emoji), else one."""
+    if unicodedata.category(char) in ("Mn", "Me") or char in EMOJI_STYLES:
+        return 0
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
 
 
 # --- fitting what is shown to the screen ---
@@ -248,12 +269,29 @@ def take(pieces: list[Piece], room: int, backwards: bool = False) -> list[Piece]
     for piece in pieces:
         if used + piece.cells > room:
             if piece.plain and room > used:
-                part = piece.text[len(piece.text) - (room - used):] if backwards else piece.text[:room - used]
-                taken.append(Piece(part, len(part), len(part), True))
+                part = cut(piece.text, room - used, backwards)
+                taken.append(Piece(part, cells_of(part), len(part), True))
             break
         taken.append(piece)
         used += piece.cells
     return taken
+
+
+def cut(text: str, room: int, backwards: bool) -> str:
+    """The start of `text` that fits in `room` columns (its end, `backwards`), never a mark without its character."""
+    if text.isascii():
+        return text[len(text) - room:] if backwards else text[:room]
+    used = n_chars = 0
+    for char in reversed(text) if backwards else text:
+        if used + char_cells(char) > room:
+            break
+        used, n_chars = used + char_cells(char), n_chars + 1
+    if not backwards:
+        return text[:n_chars]  # a mark after the last character taken takes no room, so it was taken too
+    part = text[len(text) - n_chars:]
+    while part and not char_cells(part[0]):  # marks whose character was left out
+        part = part[1:]
+    return part
 
 
 def height(text: str, columns: int) -> int:

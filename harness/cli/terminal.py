@@ -75,9 +75,12 @@ def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:
     e.g. escape("ls #\\r\\x1b[2K$ pwd") == "ls #\\\\r\\\\x1b[2K$ pwd"
     """
     text = without_key(text)
-    if text.isprintable() and not BLANK_LETTERS.intersection(text) and not INVISIBLE_MARKS.search(text):
-        return text  # the common case, at C speed
-    return "".join(escaped_chars(text, keep, mark))
+    return text if shows_as_is(text) else "".join(escaped_chars(text, keep, mark))
+
+
+def shows_as_is(text: str) -> bool:
+    """True if `escape` would leave every character of `text` as it is: the common case, at C speed."""
+    return text.isprintable() and not BLANK_LETTERS.intersection(text) and not INVISIBLE_MARKS.search(text)
 
 
 def escaped_chars(text: str, keep: str = "", mark: Callable[[str], str] = str) -> list[str]:
