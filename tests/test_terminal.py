@@ -679,3 +679,15 @@ def test_end_to_end_at_40_rows_the_long_commands_start_and_its_question_are_on_t
     run = next(at for at, row in enumerate(last) if row.startswith("Run in "))
     assert last[run].endswith("/project (shortened to fit the screen):") and last[run + 1] == "$ " + LONG_COMMAND[:118]
     assert last[-4] == "" and last[-5].endswith(" tests/test_module_398.py tests/test_module_399.py")
+
+
+def test_a_long_path_and_the_reason_that_names_it_show_their_beginning_and_end():
+    path = "a/" * 2000 + "evil.py"
+    shown, question = render_question("edit", "create " + path, "x\n", ROOT, screen=SCREEN,
+                                      why=f"it is a hook where core.hooksPath points ({path})")
+    assert rows_taken(shown + question, 120) <= 12
+    assert shown.startswith("\nCreate a/a/") and "/evil.py (1 line):\nx\n\n" in shown
+    why = shown.split("\n")[-2]
+    assert why.startswith("Asked in every mode, since this edit acts later: it is a hook where core.hooksPath points (a/a/")
+    assert " characters not shown ...]/a/" in why and why.endswith("/a/evil.py).")
+    assert question.startswith("Allow create a/a/") and question.endswith("/a/evil.py? [y]es / [n]o (or type a reason): ")

@@ -74,7 +74,8 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     answers = ANSWERS.replace(" / [a]lways", "") if why else ANSWERS
     room = max(QUESTION_ROWS * columns - len(frame.format("", answers + VIEW)) - 1, 20)
     subject_text, _, _ = fit_line(subject, room, mark, tail=0 if kind == "command" else 1 / 3)
-    why_line = mark(f"Asked in every mode, since this edit acts later: {escape(why, mark=mark)}.") if why else ""
+    why_text = fit_line(show_line(why, mark), max(2 * columns - 50, 20), mark)[0]  # a reason can name a long path
+    why_line = mark(f"Asked in every mode, since this edit acts later: {why_text}.") if why else ""
     asked = frame.format(subject_text, answers + VIEW)
     # rows: the blank one before the header, the one after the preview, one for "(discarded what was typed...)"
     body_rows = rows - 3 - height(header, columns) - height(why_line, columns) * bool(why) - height(asked, columns)
