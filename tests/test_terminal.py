@@ -8,6 +8,7 @@ import select
 import sys
 import threading
 import time
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -543,7 +544,15 @@ def last_screen(shown: str, rows: int, columns: int) -> list[str]:
 
 
 def rows_taken(shown: str, columns: int) -> int:
-    return len(last_screen(shown, 10**6, columns))
+    """The rows `shown` takes on a terminal `columns` wide, which moves a wide character that would straddle its
+    right edge to the next row."""
+    rows = 0
+    for line in shown.split("\n"):
+        rows, used = rows + 1, 0
+        for char in line:
+            width = 0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) == "W" else 1
+            rows, used = (rows + 1, width) if used + width > columns else (rows, used + width)
+    return rows
 
 
 @pytest.mark.parametrize("kind, title, preview, first", [
@@ -594,7 +603,7 @@ def test_at_a_terminal_of_40_rows_what_runs_first_and_the_question_are_on_the_la
     assert whole == f"\nRun in /work/space:\n$ {LONG_COMMAND}\n\n{ASKED.replace(' / [v]iew it all', '')}n\n"
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(int(os.environ.get("SEEDS", 40))))
 def test_any_preview_and_its_question_fit_the_screen_with_its_beginning_shown(seed):
     rng = random.Random(seed)
     words = ["rm -rf build", "x" * rng.randrange(1, 3000), "日本語" * rng.randrange(1, 400), "\x1b[2K" * 30,
@@ -605,8 +614,7 @@ def test_any_preview_and_its_question_fit_the_screen_with_its_beginning_shown(se
                                        ("edit", "edit a.txt", "@@ -1 +1 @@\n+" + text.replace("\n", "\n+"))])
     shown, question = render_question(kind, title, preview, ROOT, screen=os.terminal_size((columns, rows)),
                                       why="a git hook" * (seed % 2))
-    wide = shown.count("日")  # a wide character takes two columns
-    assert rows_taken(shown + "discarded\n" + question + "日" * wide, columns) <= rows
+    assert rows_taken(shown + "discarded\n" + question, columns) <= rows
     assert "START" in "".join(shown.split("\n", 4)[2:4])
 
 

@@ -228,21 +228,35 @@ def char_cells(char: str) -> int:
 
 def fit(shown: list[Shown], rows: int, columns: int, mark: Callable[[str], str]) -> tuple[list[str], bool]:
     """The lines, each cut to at most LINE_ROWS rows, and their first and last ones if they are taller than
-    `rows` together, with how many lines were left out between them; and whether anything was left out."""
+    `rows` together, with how many lines were left out between them; and whether anything was left out.
+    e.g. 2,000 lines on 34 rows: the first 22, "... 1,966 lines not shown ...", the last 12."""
     width = columns * max(1, min(LINE_ROWS, rows // 2))
     fitted = [fit_line(line.pieces, width, mark) for line in shown]
-    heights = [max(1, math.ceil(cells / columns)) for _, cells, _ in fitted]
+    heights = [rows_of(text, cells, columns) for text, cells, _ in fitted]
     if sum(heights) <= rows:
         return [text for text, _, _ in fitted], any(cut for _, _, cut in fitted)
     head_rows = (rows - 1) * 2 // 3  # more of the beginning: what an edit does first, what runs first
-    head = tail = 0
-    while sum(heights[:head + 1]) <= head_rows:
-        head += 1
-    while head + tail < len(shown) - 1 and sum(heights[len(shown) - tail - 1:]) <= rows - 1 - head_rows:
-        tail += 1
-    left_out = count(sum(line.lines for line in shown[head:len(shown) - tail]), "line")
-    return ([text for text, _, _ in fitted[:head]] + [mark(f"... {left_out} not shown ...")]
-            + [text for text, _, _ in fitted[len(shown) - tail:]]), True
+    head = first_lines(shown, fitted, heights, head_rows, columns, mark)
+    start = len(head)  # the last lines, from those not in the head, the first of them perhaps cut
+    tail = first_lines(shown[start:][::-1], fitted[start:][::-1], heights[start:][::-1], rows - 1 - head_rows,
+                       columns, mark)[::-1]
+    left_out = sum(line.lines for line in shown[len(head):len(shown) - len(tail)])
+    return head + [mark(f"... {count(left_out, 'line')} not shown ...")] * bool(left_out) + tail, True
+
+
+def first_lines(shown: list[Shown], fitted: list[tuple[str, int, bool]], heights: list[int], rows: int, columns: int,
+                mark: Callable[[str], str]) -> list[str]:
+    """The first lines that fit in `rows`, and the next one cut to the rows left: so the beginning is always
+    there, however tall the line it is in."""
+    texts, used = [], 0
+    for line, (text, _, _), line_height in zip(shown, fitted, heights):
+        if used + line_height > rows:
+            if rows > used:
+                texts.append(fit_line(line.pieces, (rows - used) * (columns - 1), mark)[0])
+            break
+        texts.append(text)
+        used += line_height
+    return texts
 
 
 def fit_line(pieces: list[Piece], room: float, mark: Callable[[str], str],
@@ -297,4 +311,10 @@ def cut(text: str, room: int, backwards: bool) -> str:
 
 def height(text: str, columns: int) -> int:
     """The rows `text` takes on a screen `columns` wide (escape codes, if marked, counted as if they showed)."""
-    return sum(max(1, math.ceil(len(line) / columns)) for line in text.split("\n"))
+    return sum(rows_of(line, cells_of(line), columns) for line in text.split("\n"))
+
+
+def rows_of(line: str, cells: int, columns: int) -> int:
+    """The rows a line of `cells` columns takes: a wide character that would straddle the right edge goes to the
+    next row, so beyond ASCII a row is counted one column short, never too few rows."""
+    return max(1, math.ceil(cells / (columns - (not line.isascii()))))
