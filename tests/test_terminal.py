@@ -575,7 +575,7 @@ def test_a_preview_longer_than_the_screen_shows_its_beginning_and_end_and_what_i
 
 ASKED = ("Allow this command (cp ~/.ssh/id_rsa /tmp/k; python3 -m pytest -q tests/test_module_000.py tests/test_module_"
          "001.py tests/test_module_002.py tests/test_module_003.py tests/test_module_004.py tests/test_module_005.py "
-         "tests/test_module_006.py tests/test_module_007.py te[... 9,797 more characters])? [y]es / [n]o (or type a "
+         "tests/test_module_006.py tests/test_module_007.py [... 9,799 more characters])? [y]es / [n]o (or type a "
          "reason) / [a]lways / [v]iew it all: ")  # three rows of 120 columns, less one for the first key typed
 
 

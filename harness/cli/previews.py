@@ -30,6 +30,7 @@ BLANK_RUN = 5  # lines in a row that draw nothing from which they are counted: t
 ANSWERS = "[y]es / [n]o (or type a reason) / [a]lways"
 VIEW = " / [v]iew it all"
 SHORTENED = "shortened to fit the screen"
+WORD = 16  # a cut within a line moves back this far at most to fall at a space
 
 
 class Piece(NamedTuple):
@@ -293,20 +294,21 @@ def take(pieces: list[Piece], room: int, backwards: bool = False) -> list[Piece]
 
 
 def cut(text: str, room: int, backwards: bool) -> str:
-    """The start of `text` that fits in `room` columns (its end, `backwards`), never a mark without its character."""
+    """The start of `text` that fits in `room` columns (its end, `backwards`), never a mark without its character,
+    and at a space if one is near: `tests/test_b.py [... 9,797 more characters]`, not `tests/te[...`."""
     if text.isascii():
-        return text[len(text) - room:] if backwards else text[:room]
-    used = n_chars = 0
-    for char in reversed(text) if backwards else text:
-        if used + char_cells(char) > room:
-            break
-        used, n_chars = used + char_cells(char), n_chars + 1
-    if not backwards:
-        return text[:n_chars]  # a mark after the last character taken takes no room, so it was taken too
-    part = text[len(text) - n_chars:]
-    while part and not char_cells(part[0]):  # marks whose character was left out
-        part = part[1:]
-    return part
+        part = text[len(text) - room:] if backwards else text[:room]
+    else:
+        used = n_chars = 0
+        for char in reversed(text) if backwards else text:
+            if used + char_cells(char) > room:
+                break
+            used, n_chars = used + char_cells(char), n_chars + 1
+        part = text[len(text) - n_chars:] if backwards else text[:n_chars]  # a mark after the last one: taken
+        while backwards and part and not char_cells(part[0]):  # marks whose character was left out
+            part = part[1:]
+    space = part.find(" ", 0, WORD) if backwards else part.rfind(" ", max(len(part) - WORD, 0))
+    return part if space < 0 else part[space:] if backwards else part[:space + 1]
 
 
 def height(text: str, columns: int) -> int:
