@@ -698,3 +698,9 @@ def test_a_long_path_and_the_reason_that_names_it_show_their_beginning_and_end()
     assert why.startswith("Asked in every mode, since this edit acts later: it is a hook where core.hooksPath points (a/a/")
     assert " characters not shown ...]/a/" in why and why.endswith("/a/evil.py).")
     assert question.startswith("Allow create a/a/") and question.endswith("/a/evil.py? [y]es / [n]o (or type a reason): ")
+
+
+def test_a_fetch_keeps_the_case_of_its_host_and_url():
+    shown, question = render_question("fetch", "fetch from Example.COM", "https://Example.COM/A?B=C", ROOT)
+    assert (shown, question) == ("\nFetch from Example.COM:\nhttps://Example.COM/A?B=C\n\n",
+                                 f"Allow fetch from Example.COM{QUESTION}")

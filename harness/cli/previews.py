@@ -113,9 +113,14 @@ def render_preview(kind: str, title: str, preview: str, root: Path | None, mark:
         lines = preview.rstrip("\n").split("\n")
         added, removed = (sum(line[:1] == sign and line[:3] != sign * 3 for line in lines) for sign in "+-")
         what, details = (f"Edit {named}", [f"+{added:,} -{removed:,} lines"]) if verb == "edit" else \
-            (fit_line(show_line(title, mark), 2 * columns, mark)[0].capitalize(), [])
+            (upper_first(fit_line(show_line(title, mark), 2 * columns, mark)[0]), [])
         shown = show_changes(lines, mark)
     return what, details, shown, show_line(title, mark), "Allow {}? {}: "
+
+
+def upper_first(text: str) -> str:
+    """"fetch from Example.com" -> "Fetch from Example.com": the rest as it is, a host's or a path's case too."""
+    return text[:1].upper() + text[1:]
 
 
 def show_command(lines: list[str], mark: Callable[[str], str]) -> list[Shown]:
