@@ -24,7 +24,6 @@ from pathlib import Path
 
 from harness.cli import prefixes  # the narrower always: what "a WORDS" approves
 from harness.common.redaction import Secret, is_secret_key, redact
-from harness.common.words import count
 from harness.sandbox.permissions import ACTS_LATER
 
 try:
@@ -33,8 +32,6 @@ try:
 except ImportError:  # Windows: no terminal control; questions fall back to stdin and stderr
     termios = None
 
-PREVIEW_HEAD = 20  # lines shown from the start of a new file's content
-PREVIEW_TAIL = 10  # and from its end; the lines between are counted, not shown
 ASKED_EVEN_WITH_YES = " (an edit that acts later: asked even with --yes)"  # how `unasked` marks one
 NO_TERMINAL = ("Nobody can be asked to approve it: plainagent is not running at a terminal. "
                "The user can run plainagent with --yes to allow writes and commands.")
@@ -44,8 +41,12 @@ NO_TERMINAL = ("Nobody can be asked to approve it: plainagent is not running at 
 
 NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # Letters that draw nothing at all, so a line could hide text behind them; everything else that draws nothing
-# (controls, format characters such as bidi overrides and zero-width spaces, odd spaces) fails isprintable().
+# (controls, format characters such as bidi overrides and zero-width spaces, odd spaces) fails isprintable(),
+# but for the marks that draw nothing, which Python calls printable: the combining grapheme joiner, variation
+# selectors (Unicode's default-ignorable marks, and a filler), where text can be smuggled a byte a mark.
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+INVISIBLE_MARKS = re.compile("[\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U00016fe4\U000e0100-\U000e01ef]")
+EMOJI_STYLES = "\ufe0e\ufe0f"  # text and emoji style: the variation selectors a README's emoji carry (❤️, 1️⃣)
 
 
 # The session's key (config's Secret), blanked from all that is shown: agent.main hands it over (hide_key) once it
@@ -75,10 +76,32 @@ def escape(text: str, keep: str = "", mark: Callable[[str], str] = str) -> str:
     e.g. escape("ls #\\r\\x1b[2K$ pwd") == "ls #\\\\r\\\\x1b[2K$ pwd"
     """
     text = without_key(text)
-    if text.isprintable() and not BLANK_LETTERS.intersection(text):  # the common case, at C speed
-        return text
-    return "".join(char if (char.isprintable() and char not in BLANK_LETTERS) or char in keep
-                   else mark(describe_char(char)) for char in text)
+    return text if shows_as_is(text) else "".join(escaped_chars(text, keep, mark))
+
+
+def shows_as_is(text: str) -> bool:
+    """True if `escape` would leave every character of `text` as it is: the common case, at C speed."""
+    return text.isprintable() and not BLANK_LETTERS.intersection(text) and not INVISIBLE_MARKS.search(text)
+
+
+def escaped_chars(text: str, keep: str = "", mark: Callable[[str], str] = str) -> list[str]:
+    """Each character of `text` as `escape` shows it (without blanking the key): itself, or its escape."""
+    return [char if char in keep or not hides(text, at) else mark(describe_char(char)) for at, char in enumerate(text)]
+
+
+def hides(text: str, at: int) -> bool:
+    """True if text[at] would not show as itself: a control, a format character, an odd space, a letter or a mark
+    that draws nothing. The one exception is an emoji's style (U+FE0E, U+FE0F) right after a digit, # or * (a
+    keycap) or a character beyond ASCII that draws itself: it changes how that one character is drawn, and one
+    per character cannot hide a text."""
+    char = text[at]
+    if not char.isprintable() or char in BLANK_LETTERS:
+        return True
+    if not INVISIBLE_MARKS.match(char):
+        return False
+    base = text[at - 1] if at else " "
+    return not (char in EMOJI_STYLES and (base in "0123456789#*" or ord(base) > 0x7f) and base.isprintable()
+                and base not in BLANK_LETTERS and unicodedata.category(base)[0] != "M")
 
 
 def for_output(text: str, stream) -> str:
@@ -95,137 +118,7 @@ def describe_char(char: str) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
-# --- what the user is asked ---
-
-
-def render_question(kind: str, title: str, preview: str, root: Path | None = None,
-                    mark: Callable[[str], str] = str, whole: bool = False, why: str = "") -> tuple[str, str]:
-    """(the header saying what will happen and the preview with every control character escaped, the question).
-
-    Tabs in a diff or a file's content are indentation, so they are shown as the spaces they stand for: a
-    terminal stops a run of tabs at the right margin, where later text would overwrite itself unseen.
-    `kind`, `title` and `preview` are what the tools pass to their confirm callback: ("edit", "edit app.py",
-    unified diff), ("edit", "create notes.md", the new content) or ("command", "run this command", "$ ls").
-    A long new file shows its head and tail unless `whole`; the question then offers [v]iew to see it all.
-    A command's question repeats its start, so no run of blanks can scroll what runs out of sight.
-    An edit that acts later (`why`, later.py) says why it is asked, next to the question, and offers no [a]lways.
-    """
-    header, question = render_preview(kind, title, preview, root, mark, whole)
-    if why:
-        header += mark(f"Asked in every mode, since this edit acts later: {escape(why, mark=mark)}.") + "\n"
-        question = question.replace(" / [a]lways", "")
-    return header, question
-
-
-def render_preview(kind: str, title: str, preview: str, root: Path | None, mark: Callable[[str], str],
-                   whole: bool) -> tuple[str, str]:
-    verb, _, path = title.partition(" ")
-    if kind == "command":
-        lines = preview.rstrip("\n").split("\n")  # trailing line breaks change nothing that runs
-        where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
-        header = f"Run{where}{f' ({len(lines):,} lines)' if len(lines) > 1 else ''}:"
-        bare = [lines[0].removeprefix("$ "), *lines[1:]]  # the tools show a command after "$ "
-        first = next((line for line in bare if not draws_nothing(line)), bare[0])
-        gist = show_line(first, mark) + (f", {len(lines):,} lines" if len(lines) > 1 else "")
-        question = f"Allow this command ({gist})? [y]es / [n]o (or type a reason) / [a]lways: "
-        return f"\n{header}\n{show_command(lines, mark)}\n\n", question
-    elif verb == "create":
-        lines = preview.split("\n") if preview else []
-        if preview.endswith("\n"):
-            lines.pop()  # the final line break ends the last line; it does not start another
-        header = f"Create {escape(path, mark=mark)} ({count(len(lines), 'line') if lines else 'empty'}):"
-        shown = show_changes(lines, mark, signs=False)  # runs of blank lines counted: nothing scrolls out of sight
-        shown = shown if whole else elide(shown, str, mark)
-        body = "\n".join(shown)
-        if len(shown) < len(lines):
-            return (f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a "
-                    "reason) / [a]lways / [v]iew it all: ")
-    else:
-        lines = preview.rstrip("\n").split("\n")
-        added, removed = (sum(line[:1] == sign and line[:3] != sign * 3 for line in lines) for sign in "+-")
-        changed = f" (+{added:,} -{removed:,} lines)" if verb == "edit" else ""
-        header = f"Edit {escape(path, mark=mark)}{changed}:" if verb == "edit" else \
-            f"{escape(title, mark=mark).capitalize()}:"
-        body = "\n".join(show_changes(lines, mark))
-    return f"\n{header}\n{body}\n\n", f"Allow {escape(title, mark=mark)}? [y]es / [n]o (or type a reason) / [a]lways: "
-
-
-def show_command(lines: list[str], mark: Callable[[str], str]) -> str:
-    """A command's lines as shown for approval: every character visible, and what draws nothing counted, not
-    shown. Two or more lines in a row that draw nothing (empty, spaces of any width, tabs, invisible
-    characters) become one line saying how many there were; otherwise they could scroll what runs out of sight."""
-    shown: list[str] = []
-    for start, end in line_runs(lines):
-        run = lines[start:end]
-        if end - start < 2 or not draws_nothing(run[0]):
-            shown += [show_line(line, mark) for line in run]
-        elif all(not line.strip(" ") for line in run):
-            shown.append(mark(f"[{end - start:,} blank lines]"))
-        else:
-            shown.append(mark(f"[{end - start:,} lines of only whitespace or invisible characters]"))
-    return "\n".join(shown)
-
-
-def line_runs(lines: list[str]) -> list[tuple[int, int]]:
-    """(start, end) of each run of lines that all draw nothing, and of each other line on its own."""
-    runs, start = [], 0
-    while start < len(lines):
-        end = start + 1
-        while draws_nothing(lines[start]) and end < len(lines) and draws_nothing(lines[end]):
-            end += 1
-        runs.append((start, end))
-        start = end
-    return runs
-
-
-def draws_nothing(line: str) -> bool:
-    """True for a line a terminal would show as blank: only whitespace and characters that draw nothing."""
-    return all(char.isspace() or not char.isprintable() or char in BLANK_LETTERS for char in line)
-
-
-def show_changes(lines: list[str], mark: Callable[[str], str], signs: bool = True) -> list[str]:
-    """A diff's lines (`signs`: each after its +, - or space) or a new file's, as shown for approval: escaped,
-    tabs as the indentation they stand for, a run of 40 blanks or more within a line counted, and two or more
-    lines in a row that add, remove or keep nothing visible shown as one line saying how many: else an edit
-    could push what it really adds out of sight, as a command could (show_command)."""
-    def split(line: str) -> tuple[str, str]:
-        return (line[:1], line[1:]) if signs and line[:1] in ("+", "-", " ") else ("", line)
-
-    shown, start = [], 0
-    while start < len(lines):
-        sign, rest = split(lines[start])
-        end = start + 1
-        while draws_nothing(rest) and end < len(lines) and split(lines[end])[0] == sign \
-                and draws_nothing(split(lines[end])[1]):
-            end += 1
-        shown.append(sign + (mark(f"[{end - start:,} blank lines]") if end - start > 1
-                             else show_line(rest.expandtabs(), mark, 40)))
-        start = end
-    return shown
-
-
-def show_line(line: str, mark: Callable[[str], str], at_least: int = 8) -> str:
-    """One line escaped, with each long run of a space, of a character that draws nothing or of a combining
-    mark counted: 2,000 spaces or tabs could otherwise push the rest of the line past the edge of the screen,
-    and a pile of accents drawn over one letter spill onto the lines around it."""
-    shown, done = [], 0
-    for run in re.finditer(rf"(?s)(.)\1{{{at_least - 1},}}", line):
-        char = run.group(1)
-        if char != " " and escape(char) == char and not unicodedata.combining(char):  # "========" draws itself
-            continue
-        what = "spaces" if char == " " else f"× {describe_char(char)}"
-        shown += [escape(line[done:run.start()], mark=mark), mark(f"[{len(run.group()):,} {what}]")]
-        done = run.end()
-    return "".join(shown) + escape(line[done:], mark=mark)
-
-
-def elide(lines: list[str], show: Callable[[str], str], mark: Callable[[str], str]) -> list[str]:
-    """A long file's head and tail as `show` renders them, with the number of lines left out between them."""
-    if len(lines) <= PREVIEW_HEAD + PREVIEW_TAIL + 5:  # leaving out a handful of lines saves nothing
-        return [show(line) for line in lines]
-    left_out = count(len(lines) - PREVIEW_HEAD - PREVIEW_TAIL, "line")
-    return ([show(line) for line in lines[:PREVIEW_HEAD]] + [mark(f"... {left_out} not shown ...")]
-            + [show(line) for line in lines[-PREVIEW_TAIL:]])
+# --- what the user is asked (the previews and the question are rendered in previews.py) ---
 
 
 YES_WORDS = {"y", "yes", "yeah", "yep", "yup", "ok", "okay", "sure", "fine", "lgtm", "go", "do"}
@@ -273,7 +166,7 @@ class TerminalConfirm:
 
     def preview(self, kind: str, title: str, preview: str) -> str:
         """What the question would show before asking: for an edit applied without asking (mode edits)."""
-        return render_question(kind, title, preview)[0].strip("\n")
+        return previews.render_question(kind, title, preview, screen=previews.screen_size(sys.stderr))[0].strip("\n")
 
     def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
         scope = title if kind == "fetch" else kind  # a fetch's "always" is for its host only
@@ -289,7 +182,9 @@ class TerminalConfirm:
                                 title + ASKED_EVEN_WITH_YES * bool(why))
             return ACTS_LATER.format(why=why) if why else NO_TERMINAL
         with terminal:
-            preview_text, question = render_question(kind, title, preview, self.root, terminal.mark, why=why)
+            screen = previews.screen_size(terminal.fd if terminal.fd is not None else terminal.output)
+            preview_text, question = previews.render_question(kind, title, preview, self.root, terminal.mark, why=why,
+                                                              screen=screen)
             terminal.write(preview_text)
             if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
                 terminal.write("(discarded what was typed before this question)\n")
@@ -297,8 +192,8 @@ class TerminalConfirm:
             answer = terminal.read_answer() or ""
             while True:  # until an answer that decides: "v" and "?" show more, words that start no command
                 if answer.strip().lower() in ("v", "view") and question.endswith("[v]iew it all: "):
-                    preview_text, question = render_question(kind, title, preview, self.root, terminal.mark,
-                                                             whole=True, why=why)
+                    preview_text, question = previews.render_question(kind, title, preview, self.root, terminal.mark,
+                                                                      whole=True, why=why, screen=screen)
                     terminal.write(preview_text)
                 elif answer.strip() == "?":
                     terminal.write(prefixes.ANSWERS_HELP)
@@ -418,3 +313,7 @@ class Terminal:
                 break
             data += chunk
         return data.decode("utf-8", errors="replace")
+
+
+# Last, as it builds on this module's escape: the previews and the question asked before each write or command.
+from harness.cli import previews  # noqa: E402
