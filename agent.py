@@ -34,9 +34,9 @@ if __name__ == "__main__":
 import prompt  # the words the model reads
 from harness.cli.commands import answered, repl
 from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task
-from harness.cli.display import LiveReply, indented, log, show_start
+from harness.cli.display import LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
-from harness.cli.terminal import TerminalConfirm, ask_user, for_output
+from harness.cli.terminal import TerminalConfirm, ask_user
 from harness.history.context import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
@@ -285,8 +285,7 @@ def attempt(session: Session, task: str) -> int:
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")  # the REPL session goes on
         return 1
-    if not (session.model.display and session.model.display.showed(answer, sys.stdout)):  # seen streamed already
-        print(for_output(answer, sys.stdout), flush=True)  # escaped on a terminal; a pipe gets it exact, but no key
+    show_answer(answer, session.model.display)  # on stdout, unless it was seen as it streamed
     return answered(session)  # the token line; 3 if a write or command was refused for want of anyone to ask
 
 

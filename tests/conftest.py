@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
 from fake_endpoint import install_program  # noqa: E402  (found through the path above)
 
 import agent  # noqa: E402
-from harness.cli import display, terminal  # noqa: E402
+from harness.cli import display, escapes  # noqa: E402
 from harness.common.redaction import Secret  # noqa: E402
 
 # Started in the background by a script, this process ignores Ctrl-C, and so would every agent it starts (an
@@ -83,7 +83,7 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     # main() reads the user's .env beside agent.py: in a checkout that is the developer's own, with a real key.
     # A test that calls main() gets an empty folder there instead (in_process.py and `install` choose their own).
     monkeypatch.setattr(agent, "__file__", str(nothing_of_the_user / "agent.py"))
-    monkeypatch.setattr(terminal, "secret", Secret())  # what main() sets for the screen goes with the test
+    monkeypatch.setattr(escapes, "secret", Secret())  # what main() sets for the screen goes with the test
     monkeypatch.setattr(display, "active", None)
     monkeypatch.setattr(display, "last_result", None)  # /show's: a run starts with none
     # git reads the developer's ~/.gitconfig (core.excludesFile) and /etc/gitconfig: never in a test.

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 import agent
-from harness.cli import display, terminal
+from harness.cli import display, escapes
 
 
 def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin: str | None = None
@@ -28,7 +28,7 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
     """What `subprocess.run([python, home/agent.py, *argv], cwd=cwd, env=..., input=stdin, capture_output=True,
     text=True)` returns, from main() called here."""
     saved = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr), agent.__file__, agent.open_session
-    shown = terminal.secret, display.active  # the key kept from the screen, the live reply log lines make room in
+    shown = escapes.secret, display.active  # the key kept from the screen, the live reply log lines make room in
     opened = []  # the transcripts the run opened: the end of a process closes them
 
     def open_session(*args, **kwargs):
@@ -54,7 +54,7 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
         os.chdir(saved[1])
         sys.stdin, sys.stdout, sys.stderr = saved[2]
         agent.__file__, agent.open_session = saved[3], saved[4]
-        terminal.secret, display.active = shown
+        escapes.secret, display.active = shown
         for transcript in opened:
             if transcript.fd is not None:
                 os.close(transcript.fd)

@@ -311,7 +311,7 @@ KEY = "sk-proj-display-0123456789"
 ])
 @pytest.mark.parametrize("seed", range(8))
 def test_the_key_is_never_shown_even_split_between_pieces(monkeypatch, reply, expected, seed):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret(KEY))
     rng = random.Random(seed)
     cuts = sorted(set(rng.sample(range(1, len(reply)), min(len(reply) - 1, rng.randint(1, 12)))))
     pieces = [reply[start:end] for start, end in zip([0, *cuts], [*cuts, len(reply)])]
@@ -321,14 +321,14 @@ def test_the_key_is_never_shown_even_split_between_pieces(monkeypatch, reply, ex
 
 
 def test_the_key_in_streamed_reasoning_is_never_shown(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret(KEY))
     screen, _ = shown([("reasoning", "the key is sk-proj-dis"), ("reasoning", "play-0123456789, so"), ("text", "Done.")],
                       tty=True)
     assert screen == "[thinking]\nthe key is [REDACTED], so\n[end of thinking]\nDone.\n"
 
 
 def test_a_log_line_never_shows_the_key(monkeypatch, capsys):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret(KEY))
     display.log(f'→ run_command(command="echo {KEY}") and {KEY!r} as JSON: "{KEY}\\u0000"')
     assert KEY not in capsys.readouterr().err
 
@@ -344,7 +344,7 @@ def test_a_calls_arguments_are_one_short_line_however_many_invisible_characters_
 
 
 def test_a_key_split_between_the_reasoning_and_the_text_is_never_shown(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret(KEY))
     screen, _ = shown([("reasoning", "thinking of sk-proj-disp"), ("text", "lay-0123456789 now")], tty=True)
     assert screen == "[thinking]\nthinking of [REDACTED]\n[end of thinking]\n[REDACTED] now\n"
 

@@ -145,7 +145,7 @@ def test_the_key_is_held_in_one_object_that_every_part_asks(agent_home, project,
     from in_process import run_agent
 
     import agent
-    from harness.cli import terminal
+    from harness.cli import escapes
 
     seen = {}
     real_build = agent.build_session
@@ -153,7 +153,7 @@ def test_the_key_is_held_in_one_object_that_every_part_asks(agent_home, project,
     def build_session(config, *args, **kwargs):
         session = real_build(config, *args, **kwargs)
         seen.update(config=config.api_key, workspace=session.tools.workspace.secret, history=session.history.secret,
-                    transcript=session.history.transcript.secret, screen=terminal.secret)
+                    transcript=session.history.transcript.secret, screen=escapes.secret)
         return session
 
     monkeypatch.setattr(agent, "build_session", build_session)

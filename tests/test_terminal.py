@@ -14,15 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.cli.escapes import escape, for_output
 from harness.cli.previews import render_question
-from harness.cli.terminal import (
-    NO_TERMINAL,
-    TerminalConfirm,
-    ask_user,
-    escape,
-    for_output,
-    parse_answer,
-)
+from harness.cli.terminal import NO_TERMINAL, TerminalConfirm, ask_user, parse_answer
 from harness.common.redaction import Secret
 from harness.sandbox.permissions import Permissions
 
@@ -398,7 +392,7 @@ KEY = "sk-proj-terminal-0123456789"
 
 @pytest.fixture
 def hidden(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret(KEY))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret(KEY))
 
 
 def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
@@ -409,7 +403,7 @@ def test_whatever_is_escaped_for_the_terminal_has_the_key_blanked(hidden):
 
 
 def test_a_key_that_json_spells_differently_is_blanked_as_json_spells_it(monkeypatch):
-    monkeypatch.setattr("harness.cli.terminal.secret", Secret('sk-with"quote\\0123456789'))
+    monkeypatch.setattr("harness.cli.escapes.secret", Secret('sk-with"quote\\0123456789'))
     assert escape('command="echo sk-with\\"quote\\\\0123456789"') == 'command="echo [REDACTED]"'
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
-from harness.cli.terminal import ASKED_EVEN_WITH_YES, escape
+from harness.cli.escapes import escape
+from harness.cli.terminal import ASKED_EVEN_WITH_YES
 from harness.common.words import count
 from harness.model.replies import ChatError
 from harness.sandbox import ToolError

@@ -24,8 +24,9 @@ import time
 from collections.abc import Callable, Collection
 from typing import TextIO
 
-from harness.cli import terminal
-from harness.cli.terminal import can_draw, escape, hide_key
+from harness.cli import escapes
+from harness.cli.escapes import escape, for_output, hide_key
+from harness.cli.terminal import can_draw
 from harness.common.hosts import shown_url
 from harness.common.redaction import Redactor
 from harness.common.words import count
@@ -79,7 +80,7 @@ class LiveReply:
         self.thinking: bool | None = None  # inside a leading <think> block; None until the reply's start is known
         self.after_think = False  # a <think> block just ended: the line breaks after it are not the reply's
         self.shown = ""  # the reply's text shown so far, without reasoning
-        self.unseen = Redactor(terminal.secret.value)  # what may be the start of the key, held until the next piece
+        self.unseen = Redactor(escapes.secret.value)  # what may be the start of the key, held until the next piece
 
     def show(self, kind: str, text: str) -> None:
         """One piece of the reply as it arrived: kind "text" or "reasoning"; "restart" when the client asks
@@ -348,6 +349,13 @@ def summarize(output: str, whole: bool = False) -> str:
 GLIMPSE = 150  # characters of a result's first line in the activity log: what it is, not all of it
 FAILED_TAIL = 3  # last lines of a failed command's output shown under its line
 last_result: str | None = None  # the last tool result the activity log summarized (a sub-agent's too): /show's
+
+
+def show_answer(answer: str, display: LiveReply | None) -> None:
+    """The task's answer on stdout, unless it was seen there as it streamed: escaped on a terminal; a pipe gets
+    it exact, but without the key."""
+    if not (display and display.showed(answer, sys.stdout)):
+        print(for_output(answer, sys.stdout), flush=True)
 
 
 def log(line: str) -> None:

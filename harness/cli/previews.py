@@ -1,6 +1,6 @@
 """What the user is asked before a write, a command or a fetch: the preview and the question, fitted to the screen.
 
-Everything in a preview was written by the model, so it is shown as data (terminal.escape), and so that no part of
+Everything in a preview was written by the model, so it is shown as data (escapes.escape), and so that no part of
 it can hide the rest: a run of one character that draws nothing is counted within its line, a long run of lines
 that draw nothing is counted on a line of its own, a line too long for the screen shows its beginning and its end
 with the number of characters left out between them, and a preview too long for the screen its first and last
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from harness.cli.terminal import EMOJI_STYLES, describe_char, escape, escaped_chars, hides, shows_as_is, without_key
+from harness.cli.escapes import EMOJI_STYLES, describe_char, escape, escaped_chars, hides, shows_as_is, without_key
 from harness.common.words import count
 
 SCREEN = os.terminal_size((80, 24))  # columns and rows when the terminal's size cannot be known: a VT100's

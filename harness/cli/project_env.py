@@ -45,7 +45,7 @@ from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
-from harness.cli.terminal import describe_char, escape
+from harness.cli.escapes import describe_char, escape
 from harness.common.directories import allowed_env_record
 from harness.common.hosts import is_local, shown_url
 

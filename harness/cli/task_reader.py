@@ -17,7 +17,7 @@ import select
 import sys
 from pathlib import Path
 
-from harness.cli.terminal import escape
+from harness.cli.escapes import escape
 from harness.cli.typed_ahead import TypedAhead
 from harness.common.directories import state_dir
 
