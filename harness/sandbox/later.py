@@ -152,7 +152,7 @@ def by_git(ws: Workspace, full: Path, named: Path) -> str:
     """The rules git itself answers, asked from the file's folder and from the workspace's root (a repository
     nested in the workspace's may hold the other's hooks)."""
     paths = {full, named}
-    for folder in dict.fromkeys([nearest_folder(full.parent), ws.root]):
+    for folder in [ws.root, *nested_repository(ws, full)]:
         hooks, configs = ask_git(folder)
         for found in hooks:
             if any(path == found or path.is_relative_to(found) for path in paths):
@@ -167,6 +167,14 @@ def nearest_folder(folder: Path) -> Path:
     while not folder.is_dir() and folder != folder.parent:
         folder = folder.parent
     return folder
+
+
+def nested_repository(ws: Workspace, full: Path) -> list[Path]:
+    """The file's folder, when a repository other than the workspace's may hold it (a `.git` between them): git
+    answers the same from both otherwise, and each answer costs two processes."""
+    folder = nearest_folder(full.parent)
+    between = [folder, *folder.parents[:len(folder.relative_to(ws.root).parts) - 1]] if folder != ws.root else []
+    return [folder] if any(os.path.lexists(step / ".git") for step in between) else []
 
 
 def ask_git(folder: Path) -> tuple[set[Path], set[Path]]:
