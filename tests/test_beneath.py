@@ -280,3 +280,13 @@ def test_a_root_moved_away_is_said_as_such_not_as_a_path_outside(tmp_path):
     assert run_tool(ws, "read_file", {"path": "a.txt"}).output == moved
     assert run_tool(ws, "edit_file", {"path": "b.txt", "old_str": "", "new_str": "x"}).output == moved + " No changes were made."
     assert sorted(os.listdir(tmp_path / "out")) == ["a.txt"]
+
+
+def test_a_root_moved_away_is_said_before_any_search_or_listing(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "out").mkdir()
+    ws = Workspace(tmp_path / "ws")
+    os.rename(tmp_path / "ws", tmp_path / "ws-aside")
+    os.symlink(tmp_path / "out", tmp_path / "ws")
+    for call in [("search_files", {"pattern": "x"}), ("list_files", {}), ("list_files", {"path": "."})]:
+        assert run_tool(ws, *call).output.startswith(f"The workspace folder {tmp_path / 'ws'} was moved or replaced")

@@ -394,3 +394,22 @@ def test_a_header_that_names_no_workspace_or_prints_lines_is_not_resumed_and_its
     path.write_text(json.dumps({"type": "session", "program": "plainagent", "workspace": f"{tmp_path}\nx"}) + "\n")
     with pytest.raises(TranscriptError, match="does not say in which workspace"):
         Transcript.reopen(path, {"workspace": str(tmp_path)})
+
+
+def test_a_lone_surrogate_in_the_calls_behind_results_is_repaired_not_a_crash_at_compaction(tmp_path):
+    """Round two: compaction writes the calls' names, arguments and notes out as UTF-8; '\\ud800' read back from a
+    results line made every resumed task end in an internal error."""
+    from harness.history.readback import read_record
+    record = read_record({"calls": [{"name": "read_\ud800", "args": {"path": "a\ud800.txt"}, "ok": True}],
+                          "notes": ["n\ud800"]})
+    assert record == {"calls": [{"name": "read_\ufffd", "args": {"path": "a\ufffd.txt"}, "ok": True}],
+                      "notes": ["n\ufffd"]}
+    json.dumps(record, ensure_ascii=False).encode()  # what compaction does with it
+
+
+def test_a_workspace_with_a_no_break_space_or_a_tab_in_its_name_resumes(tmp_path):
+    work = tmp_path / "My\xa0Project\tx"
+    work.mkdir()
+    Transcript.create(tmp_path / "t.jsonl", {"workspace": str(work)}).close()
+    resumed, _ = Transcript.reopen(tmp_path / "t.jsonl", {"workspace": str(work)})
+    resumed.close()

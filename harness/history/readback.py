@@ -62,7 +62,10 @@ def read_record(record) -> dict | None:
         if not (isinstance(call, dict) and isinstance(call.get("name"), str) and isinstance(call.get("args"), dict)
                 and isinstance(call.get("ok"), bool) and all(is_count(call.get(key, 0)) for key in ("bytes", "lines"))):
             return None
-    return {"calls": calls, "notes": notes, **({"stubbed": True} if record.get("stubbed") is True else {})}
+    # Lone surrogates (JSON can spell one) made U+FFFD: compaction writes these names and notes out as UTF-8.
+    calls = json.loads(repaired(json.dumps(calls, ensure_ascii=False)))
+    return {"calls": calls, "notes": [repaired(note) for note in notes],
+            **({"stubbed": True} if record.get("stubbed") is True else {})}
 
 
 def is_count(value) -> bool:

@@ -204,7 +204,7 @@ class Transcript:
                                       "still running; wait for it to end, or start a new session without --resume.")
             loaded = load(path)  # read under the lock: nobody appends meanwhile
             workspace = loaded.header.get("workspace")
-            if header.get("workspace") and not (isinstance(workspace, str) and workspace.isprintable()):
+            if header.get("workspace") and not (isinstance(workspace, str) and is_path(workspace)):
                 raise TranscriptError(f"--resume {path}: its header does not say in which workspace the session "
                                       "worked (a transcript plainagent wrote does); start a new session instead.")
             if header.get("workspace") and workspace != header["workspace"]:
@@ -361,6 +361,12 @@ def load(path: Path) -> Loaded:
             loaded.model, loaded.model_switched = entry["model"], kind == "model"
     loaded.messages, loaded.results = without_system(messages, results)
     return loaded
+
+
+def is_path(value: str) -> bool:
+    """A folder's path as a header may give it: no line break or control character (a tab, a no-break space are
+    a folder's own business), which would forge lines where it is printed."""
+    return not re.search(r"[\x00-\x08\x0a-\x1f\x7f]", value)
 
 
 def is_name(value) -> bool:

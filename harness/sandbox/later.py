@@ -40,39 +40,60 @@ from harness.sandbox.workspace import Workspace
 
 # The names that make a folder a repository's own folder (git's is_git_directory: HEAD beside objects/ and
 # refs/, or a commondir that points to them), and what lives in one.
-STORE_MARKS = ("objects", "refs", "commondir")
+STORE_MARKS = (("objects", "refs"), ("commondir",))  # all of one group: a project's folder named objects/ is not
 STORE_PARTS = {"head", "config", "config.worktree", "objects", "refs", "hooks", "info", "packed-refs", "commondir",
                "gitdir", "worktrees", "modules", "logs", "index", "branches", "description", "shallow"}
 # A section of git's configuration that can name a program to run, or another file to read as configuration.
-GIT_SECTION = re.compile(r'(?im)^[ \t]*\[[ \t]*(core|alias|filter|diff|merge|include|includeif|credential|gpg|'
-                         r'sequence|pager|uploadpack|receive|protocol|url|ssh|submodule)\b[^\]\n]*\]')
+# As git reads it: after any blank, a byte-order mark or a carriage return; not a Markdown link ("[Core](…)").
+GIT_SECTION = re.compile(r'(?im)^[\s\ufeff]*\[[ \t]*(core|alias|filter|diff|merge|include|includeif|credential|'
+                         r'gpg|sequence|pager|uploadpack|receive|protocol|url|ssh|submodule|init)\b[^\]\n]*\]'
+                         r'(?![(\[:])')
+# The names git runs a hook by (githooks(5)), with or without an extension: a file so named is a hook wherever a
+# repository's hooks folder, a template's, a link or an include makes it one ("update" alone is too common a name).
+HOOK_NAMES = {"applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit",
+              "prepare-commit-msg", "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge",
+              "pre-push", "pre-receive", "proc-receive", "post-receive", "post-update", "reference-transaction",
+              "push-to-checkout", "pre-auto-gc", "post-rewrite", "sendemail-validate", "fsmonitor-watchman",
+              "post-index-change", "p4-changelist", "p4-prepare-changelist", "p4-post-changelist", "p4-pre-submit"}
 
 GIT_RUNS = "git runs the programs it names (filters, diff and merge drivers, fsmonitor, hooks)"
 HOOKS = "it sets git hooks: what it says runs at the next commit or push"
 # (patterns, why): a pattern matches the end of the file's path, in any letter case; "*" crosses folders.
 ACTING_LATER = [
-    ((".gitconfig", ".gitmodules", ".gitattributes", ".lfsconfig", ".config/git/*"),
-     f"git reads it as its settings, and {GIT_RUNS}"),
-    ((".husky/*", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "lefthook.*", ".lefthook.*",
-      "lefthook-local.*", ".lefthook-local.*", ".lefthook/*", ".config/lefthook.*"), HOOKS),
+    ((".gitconfig", ".gitmodules", ".gitattributes", ".lfsconfig", ".config/git/*", ".jj/repo/config.toml",
+      ".config/jj/*"),
+     f"git (or jj) reads it as its settings, and {GIT_RUNS}"),
+    ((".husky/*", ".huskyrc*", "husky.config.*", ".pre-commit-config.yaml", ".pre-commit-hooks.yaml", "lefthook.*",
+      ".lefthook.*", "lefthook-local.*", ".lefthook-local.*", ".lefthook/*", ".config/lefthook.*", ".lintstagedrc*",
+      "lint-staged.config.*", ".overcommit.yml", "commitlint.config.*", ".commitlintrc*"), HOOKS),
     ((".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc", ".zshenv",
-      ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".xprofile", ".xinitrc", ".xsessionrc",
-      ".oh-my-zsh/custom/*", ".tmux.conf", ".config/tmux/*", ".config/fish/*", ".config/autostart/*",
-      ".config/systemd/user/*", ".config/environment.d/*"),
-     "a shell, tmux or the desktop runs it when it starts or when you log in"),
-    ((".envrc", "mise.toml", ".mise.toml", "mise.*.toml", ".mise.*.toml", ".mise/*", "mise/config.toml",
+      ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".login", ".logout", ".xonshrc",
+      ".xprofile", ".xinitrc", ".xsession", ".xsessionrc", ".Xclients", ".pam_environment", ".screenrc",
+      ".oh-my-zsh/custom/*", ".tmux.conf", ".wezterm.lua", ".config/tmux/*", ".config/fish/*", ".config/nushell/*",
+      ".config/powershell/*", ".config/starship.toml", ".config/kitty/*", ".config/wezterm/*", ".config/autostart/*",
+      ".config/systemd/user/*", ".config/environment.d/*", ".config/i3/*", ".config/sway/*", ".config/hypr/*",
+      ".config/openbox/*", ".config/lxsession/*", ".config/plasma-workspace/*"),
+     "a shell, a terminal or the desktop runs it when it starts or when you log in"),
+    ((".envrc", ".direnvrc", "mise.toml", ".mise.toml", "mise.*.toml", ".mise.*.toml", ".mise/*", "mise/config.toml",
       ".config/mise/*", ".config/direnv/*"),
      "direnv or mise runs it when a shell enters this folder"),
     ((".vscode/tasks.json", ".vscode/settings.json", ".vscode/mcp.json", "*.code-workspace", ".devcontainer/*",
-      ".devcontainer.json", ".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".vim/*", ".config/nvim/*",
-      ".emacs", ".emacs.d/*", ".config/emacs/*", ".dir-locals.el"),
+      ".devcontainer.json", ".idea/*", ".zed/*", ".helix/*", ".config/Code/User/*", ".config/zed/*",
+      ".config/helix/*", ".nvim.lua", ".nvimrc", ".exrc", ".vimrc", ".gvimrc", ".lvimrc", ".vim/*", ".config/nvim/*",
+      ".emacs", ".emacs.el", ".emacs.d/*", ".config/emacs/*", ".doom.d/*", ".spacemacs", ".dir-locals.el",
+      ".config/kak/*"),
      "an editor acts on it when it starts or opens the folder (tasks that run on opening, the programs it starts)"),
-    (("sitecustomize.py", "usercustomize.py", "site-packages/*.pth", ".pdbrc", ".pythonrc*", ".ipython/*",
-      ".jupyter/*", ".irbrc", ".pryrc", ".Rprofile", ".gdbinit", ".lldbinit", ".psqlrc", ".yarnrc.yml"),
-     "a program runs it at every start (Python's start-up files, a debugger's or a console's, yarn's yarnPath)"),
-    (("AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", ".cursorrules",
-      ".windsurfrules", ".clinerules", ".github/copilot-instructions.md", ".github/instructions/*", ".mcp.json",
-      ".aider.conf.yml", ".aider.model.*", ".cursor/*", ".claude/*", ".codex/*", ".gemini/*", ".continue/*"),
+    (("sitecustomize.py", "usercustomize.py", "site-packages/*.pth", "dist-packages/*.pth", ".pdbrc", ".pythonrc*",
+      ".ipython/*", ".jupyter/*", ".irbrc", ".pryrc", ".Rprofile", ".Renviron", ".perldb", ".gdbinit",
+      ".config/gdb/*", ".lldbinit", ".psqlrc", ".yarnrc", ".yarnrc.yml", "bunfig.toml", ".cargo/config",
+      ".cargo/config.toml", ".config/go/env"),
+     "a program runs it, or what it names, at every start (Python's start-up files, a debugger's or a console's, "
+     "yarn's yarnPath, cargo's runner, go's -toolexec)"),
+    (("AGENTS.md", "AGENT.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", ".cursorrules",
+      ".windsurfrules", ".clinerules", ".goosehints", ".rules", "opencode.json", ".github/copilot-instructions.md",
+      ".github/instructions/*", ".github/prompts/*", ".github/agents/*", ".junie/*", ".mcp.json", ".aider.conf.yml",
+      ".aider.model.*", ".cursor/*", ".claude/*", ".codex/*", ".gemini/*", ".continue/*", ".windsurf/*", ".roo/*",
+      ".kiro/*", ".opencode/*"),
      "it instructs coding agents or starts their tools (plainagent puts AGENTS.md into every session's "
      "instructions): one edit here speaks in every later session"),
 ]
@@ -82,7 +103,8 @@ def acts_later(ws: Workspace, full: Path, text: str, named: Path | None = None, 
     """Why an edit that leaves `text` in the checked real path `full` is asked in every mode, in words for the
     question; "" for an ordinary edit. `named`: the path as the model named it, when a link leads elsewhere;
     `names`: how many names (hard links) the file has."""
-    for path in dict.fromkeys([named or full, full]):  # the name the model used, then the file it really is
+    # The name the model used, the file it really is, and the names links give it (~/.bashrc -> dotfiles/bashrc).
+    for path in dict.fromkeys([named or full, full, *links_to(full, [ws.root, Path.home(), Path.home() / ".config"])]):
         if why := by_name(ws, path, real=path == full):
             return why
     if found := GIT_SECTION.search(text):
@@ -104,23 +126,52 @@ def by_name(ws: Workspace, path: Path, real: bool) -> str:
                 f"(or a shell prompt that shows the branch) then follows the config file beside it"
                 f"{beside(ws, path.parent) if real else ''}, and {GIT_RUNS}")
     if real and (store := git_store_around(ws, path)) is not None:
-        return (f"{place(ws, store)} looks like a repository's own folder (it holds HEAD, objects/ or refs/): git "
+        return (f"{place(ws, store)} looks like a repository's own folder (it holds HEAD, or objects/ and refs/): git "
                 f"run there follows the files in it, and {GIT_RUNS}")
-    tails = ["/".join(path.parts[start:]).casefold() for start in range(1, len(path.parts))]
+    # Windows takes "AGENTS.md." and "AGENTS.md::$DATA" for AGENTS.md: such spellings are judged as it would.
+    parts = [re.sub(r"(?i)::\$data$", "", part).rstrip(". ") or part for part in path.parts]
+    tails = ["/".join(parts[start:]).casefold() for start in range(1, len(parts))]
     for patterns, why in ACTING_LATER:
         if any(fnmatch.fnmatchcase(tail, pattern.casefold()) for pattern in patterns for tail in tails):
             return why
+    if stem(parts[-1]) in HOOK_NAMES:
+        return (f"it is named like a git hook ({path.name}): in a hooks folder, or linked from one, it runs at the "
+                "next commit, merge or push")
     return ""
+
+
+def stem(name: str) -> str:
+    """A file's name without its extensions, as a hook is named: "pre-commit.sh" -> "pre-commit"."""
+    return name.split(".")[0].casefold()
+
+
+def links_to(full: Path, folders: list[Path]) -> list[Path]:
+    """The names the links in these folders give `full`: a link to it, or to a folder it is in. A file a link
+    elsewhere leads to is that link too (a dotfiles repository's `bashrc`, which ~/.bashrc leads to)."""
+    found = []
+    for folder in dict.fromkeys(folders):
+        try:
+            with os.scandir(folder) as entries:
+                links = [Path(entry.path) for entry in entries if entry.is_symlink()]
+        except OSError:  # no such folder, or one we may not read
+            continue
+        for link in links:
+            target = Path(os.path.realpath(link))
+            if full == target or full.is_relative_to(target):
+                found.append(link / full.relative_to(target))
+    return found
 
 
 def git_store_around(ws: Workspace, path: Path) -> Path | None:
     """The folder inside the workspace that holds `path` as one of a repository's own files: any file below a
-    folder holding HEAD, or a repository's own part (config, refs/, hooks/...) below one holding objects/, refs/
-    or commondir (a project's own folder of that name makes its neighbours no less ordinary). None: none does."""
+    folder holding HEAD, or a repository's own part (config, refs/, hooks/...) below one holding objects/ and
+    refs/, or commondir (a project's own folder named objects/ makes its neighbours no less ordinary). None: none
+    does."""
     folder = path.parent
     while folder.is_relative_to(ws.root):
         below = path.relative_to(folder).parts[0].casefold()
-        if has(ws, folder / "HEAD") or (below in STORE_PARTS and any(has(ws, folder / mark) for mark in STORE_MARKS)):
+        if has(ws, folder / "HEAD") or (below in STORE_PARTS and any(
+                all(has(ws, folder / mark) for mark in group) for group in STORE_MARKS)):
             return folder
         if folder == ws.root:
             return None
@@ -142,24 +193,33 @@ def beside(ws: Workspace, folder: Path) -> str:
     try:
         if ws.stat(config) is None:
             return ""
-        said = " ".join(ws.read(config, 2_000).decode("utf-8", "replace").split())
+        text = ws.read(config, 20_000).decode("utf-8", "replace")
     except ToolError:  # a folder, a link, gone: it says nothing to show
         return ""
-    return f" (which holds: {said[:200]}{'…' * (len(said) > 200)})" if said else ""
+    # What git acts on, not comments: 200 characters of comments could otherwise hide the fsmonitor line.
+    said = " ".join(" ".join(line.split()) for line in text.splitlines() if line.strip()[:1] not in ("", "#", ";"))
+    return f" (which holds: {said[:300]}{f' … {len(said) - 300:,} more characters' * (len(said) > 300)})" if said \
+        else ""
 
 
 def by_git(ws: Workspace, full: Path, named: Path) -> str:
     """The rules git itself answers, asked from the file's folder and from the workspace's root (a repository
     nested in the workspace's may hold the other's hooks)."""
-    paths = {full, named}
+    paths = {folded(full), folded(named)}  # in one letter case: on macOS "GitHooks" is the folder "githooks"
     for folder in [ws.root, *nested_repository(ws, full)]:
         hooks, configs = ask_git(folder)
         for found in hooks:
-            if any(path == found or path.is_relative_to(found) for path in paths):
+            if any(path == folded(found) or path.startswith(folded(found) + "/") for path in paths):
                 return f"it is in a folder git runs hooks from ({found}): it runs at the next commit, merge or push"
-        if paths & configs:
+            if links := links_to(full, [found]):
+                return f"the hook {links[0].name} in {found} is a link to it: it runs at the next commit or push"
+        if paths & {folded(config) for config in configs}:
             return f"git reads it as its configuration here (a config or an include of one), and {GIT_RUNS}"
     return ""
+
+
+def folded(path: Path) -> str:
+    return path.as_posix().casefold()
 
 
 def nearest_folder(folder: Path) -> Path:

@@ -118,14 +118,11 @@ class Workspace:
             raise ToolError("path is empty; give a path relative to the workspace root, e.g. \"src/app.py\".")
         if "\0" in path:
             raise ToolError(f"path contains a NUL character: {path!r}; give a plain file path.")
+        if os.path.realpath(self.root) != str(self.root):  # the root itself moved: say that, not "outside"
+            raise ToolError(f"The workspace folder {self.root} was moved or replaced (by a link, say) since the "
+                            "session started, so no path through it is used. Tell the user.")
         named = Path(os.path.normpath(self.root / path))  # "a/../.env" is named .env, whatever "a" is
-        try:
-            return self.confine(named, real=follow_links(self.root / path, path), shown=path)
-        except PathRefused:
-            if os.path.realpath(self.root) != str(self.root):  # the root itself moved: say that, not "outside"
-                raise ToolError(f"The workspace folder {self.root} was moved or replaced (by a link, say) since the "
-                                "session started, so no path through it is used. Tell the user.") from None
-            raise
+        return self.confine(named, real=follow_links(self.root / path, path), shown=path)
 
     def confine(self, named: Path, *, real: Path | None = None, shown: str = "") -> Path:
         """The one gate every path passes before a tool reads, lists, searches or writes it: its real
