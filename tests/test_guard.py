@@ -4,6 +4,7 @@ user's own rules, and the refusal reaching the model in every mode before anythi
 command here is ever run, except behind `exit 0` with an empty PATH."""
 
 import os
+import time
 
 import pytest
 
@@ -339,3 +340,14 @@ def test_a_target_or_a_verb_computed_as_the_command_runs_is_taken_at_its_worst(c
 @pytest.mark.parametrize("command", ["rm -rf ./build/$(date +%F)", "git log $(git rev-parse HEAD)", "git fetch -f"])
 def test_a_computed_word_below_a_known_folder_or_without_push_is_fine(command):
     assert denied_by(command, DEFAULT_RULES, "/tmp") is None
+
+
+@pytest.mark.parametrize("command", ["echo " + "a" * 200_000, "echo \x1ba" + "\u0301\u0300" * 100_000,
+                                     "echo " + "QUJD+/" * 40_000 + " | base64 -d"])
+def test_a_long_word_does_not_hold_the_question_back(command):
+    """A model's base64 blob in a command: tried from inside each long word, the fork-bomb pattern took seconds for
+    20,000 letters and minutes for more, in every mode, before anyone was asked. Linear now: this bound is a
+    hundred times what it takes, and a hundredth of what it took."""
+    started = time.process_time()
+    assert denied_by(command, DEFAULT_RULES, "/tmp") is None
+    assert time.process_time() - started < 2

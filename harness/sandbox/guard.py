@@ -21,9 +21,12 @@ from dataclasses import dataclass
 
 from harness.sandbox.command_line import GLOB, Command, path_of, read
 
-# A shell function that runs itself (`:(){ :|:& };:`, `f(){ f & f; }; f`, `function f { f|f& }`).
-RECURSIVE_FUNCTION = re.compile(r"(?:\bfunction\s+([^\s;&|(){}]+)\s*(?:\(\s*\))?|([^\s;&|(){}]+)\s*\(\s*\))\s*"
-                                r"[{(][^})]{0,500}?(?<![^\s;&|{(])(?:\1|\2)(?![^\s;&|)}])")
+# A shell function that runs itself (`:(){ :|:& };:`, `f(){ f & f; }; f`, `function f { f|f& }`). A name starts
+# only where a word does, and is taken whole (possessive): tried from inside a long word, one of 20,000 letters
+# took seconds, and a model's base64 blob in a command held the question back for minutes.
+RECURSIVE_FUNCTION = re.compile(r"(?:\bfunction\s+([^\s;&|(){}]++)\s*(?:\(\s*\))?|(?<![^\s;&|(){}])"
+                                r"([^\s;&|(){}]++)\s*\(\s*\))\s*[{(][^})]{0,500}?(?<![^\s;&|{(])(?:\1|\2)"
+                                r"(?![^\s;&|)}])")
 DOWNLOADERS = {"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "nc"}
 
 
