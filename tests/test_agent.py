@@ -290,7 +290,8 @@ def test_one_shot_mode_exits_1_for_a_cut_off_answer_and_shows_the_part(tmp_path,
     assert out == "" and err.splitlines() == [
         "Half an answ",
         "plainagent: The model's answer was cut off at its output token limit, so it is incomplete. "
-        "Ask it to go on, or to answer more briefly."]
+        "Ask it to go on, or to answer more briefly. (If the server's context window is smaller than plainagent's "
+        "budget, set --context-tokens to it: a full window cuts answers too.)"]
 
 
 def test_a_tool_that_fails_when_run_stops_the_calls_after_it(tmp_path):

@@ -47,6 +47,9 @@ class Budget:
 
     def __init__(self, tokens: int):
         self.tokens = tokens
+        # A server on this machine or the local network (llama.cpp, Ollama, LM Studio): its own output limit is
+        # the user's, and seldom set, so a reply it cut met its window's end, however far below the budget.
+        self.local = False
         self.bytes_per_token = BYTES_PER_TOKEN
         self.warned_truncation = False
         self.last_count: tuple[int, int] | None = None  # (bytes sent, prompt_tokens reported) of the last request
@@ -113,10 +116,12 @@ class Budget:
         """Whether a reply cut off (finish_reason "length") met the end of the context window: the request and
         the reply filled the window as far as we know it, or the reply was cut after a few words. plainagent
         asks for no output limit, so a cut is a server's own limit or the window's end; the first is never that
-        short, nor reached by a reply that found the prompt far below the window. `reply_tokens` is our estimate
-        of the reply; `usage` what the server counted, if anything."""
+        short, nor reached by a reply that found the prompt far below the window; but a local server's window may
+        be far below the budget, unknown (`local`). `reply_tokens` is our estimate of the reply; `usage` what the
+        server counted, if anything."""
         prompt, answer = counted(usage) or (self.estimate(messages), reply_tokens)
-        return prompt + answer >= COMPACT_AT * self.tokens or answer < SHORT_ANSWER
+        return (prompt + answer >= COMPACT_AT * self.tokens or answer < SHORT_ANSWER
+                or (self.local and prompt + answer >= MIN_REAL_WINDOW))
 
     def learn_window(self, messages: list[dict], reply_tokens: int, usage: dict) -> None:
         """Learn from a reply cut off at the window's end: the request and the reply filled the window, so the

@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from harness.common.hosts import is_local
 from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
 from harness.model.client import Client
 from harness.model.replies import ChatError, Reply
@@ -43,6 +44,8 @@ class SessionModel:
         self.client = client
         self.display = display  # shows each turn's reply as it streams in; None shows nothing
         self.history = history  # fitted before each request, and told of each reply; None: neither
+        if history is not None and hasattr(client, "endpoint"):  # a server here: a cut is most likely its window's
+            history.budget.local = is_local(client.endpoint)
         # The session's count; a sub-agent adds to its parent's, since the user pays for both.
         self.tokens = tokens if tokens is not None else {"prompt_tokens": 0, "completion_tokens": 0}
         self.n_requests = 0  # model calls so far

@@ -58,7 +58,8 @@ class Reply:
                     "--context-tokens to match).")
         if self.finish_reason == "length":
             return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
-                    "on, or to answer more briefly.")
+                    "on, or to answer more briefly. (If the server's context window is smaller than plainagent's "
+                    "budget, set --context-tokens to it: a full window cuts answers too.)")
         if self.finish_reason == "content_filter":
             return "The provider's content filter stopped the answer, so it is incomplete."
         if self.native_calls:  # the model meant to act, in a format we do not read: its text is no answer
