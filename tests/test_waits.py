@@ -3,9 +3,11 @@ project's .env only shorter), a streamed reply's first byte has a shorter wait t
 spinner's line says what it waits for. Servers that accept a request and say nothing are real local sockets;
 the waits are set to a fraction of a second."""
 
+import socket
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from fake_endpoint import FakeEndpoint, stream_events
@@ -92,13 +94,14 @@ def test_the_defaults_and_the_precedence_flag_environment_dotenv(tmp_path):
     assert load(tmp_path, own).waits()["deadline"] == 1500  # a stream may take its waits whole
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan", ""])
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan", "", "1e10", "86401"])
 def test_a_wait_that_is_no_number_of_seconds_is_a_configuration_error(tmp_path, value):
     if value:
         with pytest.raises(ConfigError, match=f"PLAINAGENT_READ_TIMEOUT='{value}': give a number of seconds"):
             load(tmp_path, environ={"PLAINAGENT_READ_TIMEOUT": value})
     with pytest.raises(ConfigError, match="--first-byte-timeout"):
         load(tmp_path, first_byte_timeout=float(value) if value not in ("soon", "") else 0)
+    assert load(tmp_path, environ={"PLAINAGENT_READ_TIMEOUT": "86400"}).waits()["read_timeout"] == 86400
 
 
 def test_a_projects_dotenv_may_make_a_wait_shorter_never_longer(tmp_path):
@@ -137,3 +140,35 @@ def test_the_spinner_says_what_it_waits_for_at_a_terminal(install, project):
         screen.expect(f"0 s  waiting for the first byte from {host} (up to 0.8 s)")
         screen.expect("no first byte of the reply within 0.8 s")
         assert screen.process.wait(10) == 1
+
+
+CLOSE_DELIMITED = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                   b'data: {"choices": [{"delta": {"content": "Hel"}}]}\n\n')
+
+
+def test_a_stream_that_ends_when_the_server_closes_keeps_the_wait_between_its_pieces():
+    """No length and not chunked (the body ends when the server closes): http.client lets the connection's socket
+    go, and the wait between pieces was not set on it; a user waited the first byte's 15 s, told "no data for 3 s"."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    done = threading.Event()
+
+    def answer():
+        connection, _ = server.accept()
+        connection.recv(65536)
+        connection.sendall(CLOSE_DELIMITED)
+        done.wait(10)  # then silence, until the test is over
+        connection.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    endpoint = SimpleNamespace(url=f"http://127.0.0.1:{server.getsockname()[1]}/v1")
+    client, _ = make_client(endpoint, first_byte_timeout=30, read_timeout=WAIT, max_retries=1)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ChatError, match=r"no data for 0.3 s while reading"):
+            client.chat(MESSAGES)
+        assert time.monotonic() - started < 5  # the wait between pieces, not the first byte's 30 s
+    finally:
+        done.set()
+        server.close()

@@ -254,14 +254,18 @@ def parse_setting(name: str, variable: str, value: str):
     return value.strip()
 
 
+MAX_WAIT = 86_400  # seconds: a day; beyond it a deadline is past what the clock's timers take (an OverflowError)
+
+
 def parse_wait(variable: str, value: str) -> float:
-    """A wait in seconds: more than 0 (0 would be no wait at all), and finite (inf would be no limit)."""
+    """A wait in seconds: more than 0 (0 would be no wait at all), and at most a day (inf would be no limit)."""
     try:
         seconds = float(value)
     except ValueError:
         seconds = math.nan
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ConfigError(f"{variable}={value!r}: give a number of seconds, more than 0 (e.g. {variable}=30).")
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_WAIT):
+        raise ConfigError(f"{variable}={value!r}: give a number of seconds, more than 0 and at most {MAX_WAIT:,} (a "
+                          f"day; e.g. {variable}=30).")
     return seconds
 
 

@@ -415,8 +415,12 @@ def rejected_parameter(body: dict, response: requests.Response) -> str | None:
 
 def wait_between_bytes(raw: urllib3.response.HTTPResponse, seconds: float) -> None:
     """From the first byte on, the socket waits `seconds` for each next one (requests sets one wait for all)."""
+    sock = getattr(raw.connection, "sock", None)
+    if sock is None:  # a reply that ends when the server closes (no length, not chunked): http.client has let
+        # the connection's socket go, and reads through the file it made of it, which holds the socket still
+        sock = getattr(getattr(getattr(getattr(raw, "_fp", None), "fp", None), "raw", None), "_sock", None)
     try:
-        raw.connection.sock.settimeout(seconds)
+        sock.settimeout(seconds)
     except (AttributeError, OSError):  # no socket (a test double), or one closed meanwhile: nothing to wait on
         pass
 
