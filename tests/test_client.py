@@ -352,6 +352,16 @@ def test_a_timeout_is_reported_at_once_not_waited_out_again():
     assert sleeps == [] and len(responses.calls) == 1
 
 
+@responses.activate
+def test_a_connect_timeout_names_the_setting_that_lengthens_it():
+    responses.post(URL, body=requests.ConnectTimeout("timed out"))
+    client, _ = make_client()
+    with pytest.raises(ChatError) as raised:
+        client.chat(MESSAGES)
+    assert str(raised.value) == (f"Timed out connecting to {URL}: is the server running and OPENAI_BASE_URL right? "
+                                 "(A longer wait: --connect-timeout or PLAINAGENT_CONNECT_TIMEOUT.)")
+
+
 @pytest.mark.parametrize("status", [301, 302, 308])
 @responses.activate
 def test_a_redirect_is_not_followed_and_names_the_new_address(status):
@@ -878,3 +888,15 @@ def test_a_server_that_answers_every_request_with_an_empty_stream_is_asked_witho
     assert ["stream" in request.body for request in endpoint.received] == [True, False, False]
     assert str(raised.value) == (f"The connection to {endpoint.url}/chat/completions broke before the whole response "
                                  "arrived. Try again.") and len(sleeps) == 1
+
+
+def test_a_base_url_with_a_user_and_password_works_and_shows_neither():
+    """A proxy with basic auth, as the docs allow: every task crashed (urlsplit took "[REDACTED]" for an address)."""
+    seen = []
+    with FakeEndpoint([{"events": stream_events("Hi.")}]) as endpoint:
+        host = endpoint.url.split("//")[1].split("/")[0]
+        client = Client(endpoint.url.replace("//", "//me:password1@"), None, "m", stream=True, log=lambda line: None)
+        assert client.chat(MESSAGES, lambda kind, text: seen.append((kind, text))).text == "Hi."
+        assert endpoint.received[0].headers["Authorization"].startswith("Basic ")
+    assert ("waiting", f"waiting for the first byte from {host} (up to 120 s)") in seen
+    assert "password1" not in repr(seen)

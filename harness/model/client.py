@@ -331,7 +331,10 @@ class Client:
 
     def waiting_for(self, body: dict) -> str:
         """What a request waits for, as the spinner says it: 'the first byte from localhost:8080 (up to 120 s)'."""
-        host = urlsplit(self.url).netloc
+        # The endpoint's host and port, never its user and password (self.url shows them as "[REDACTED]", which
+        # urlsplit takes for an IPv6 address and refuses).
+        parts = urlsplit(self.endpoint)
+        host = f"{parts.hostname}:{parts.port}" if parts.port else parts.hostname
         if body.get("stream"):
             return f"waiting for the first byte from {host} (up to {self.first_byte_timeout:g} s)"
         return f"waiting for the reply from {host} (up to {self.timeout[1]:g} s)"

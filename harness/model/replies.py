@@ -327,7 +327,8 @@ def describe_connection_error(error: Exception, url: str) -> str:
     """One line for a request that never got a whole response."""
     chain = error_chain(error)
     if isinstance(error, requests.ConnectTimeout):
-        return f"Timed out connecting to {url}: is the server running and OPENAI_BASE_URL right?"
+        return (f"Timed out connecting to {url}: is the server running and OPENAI_BASE_URL right? (A longer wait: "
+                "--connect-timeout or PLAINAGENT_CONNECT_TIMEOUT.)")
     if isinstance(error, requests.Timeout):
         return f"Timed out talking to {url}: {str(error).rstrip('.')}. Is the server overloaded? Try again later."
     if is_broken_connection(error):
