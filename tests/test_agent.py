@@ -235,6 +235,10 @@ def test_the_key_is_not_in_the_config_repr(tmp_path):
     (["-p", "x", "-m", "m", "--base-url", "localhost:11434/v1"], "is not an http(s) URL"),
     (["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "-C", "missing-dir"], "no such directory"),
     (["-p", "x", "-m", "m", "--base-url", "http://localhost/v1", "--max-steps", "0"], "--max-steps must be at least 1"),
+    # urllib and urllib3 read these hosts apart: what is said and where requests go would differ
+    (["-p", "x", "-m", "m", "--base-url", "http://127.0.0.2\\@api.openai.com/v1"], "holds '\\\\', which no URL has"),
+    (["-p", "x", "-m", "m", "--base-url", "http://api.open\u0430i.com/v1"], "write its host in ASCII, as DNS has it "
+                                                                             "(api.xn--openi-7ve.com)"),
 ])
 def test_config_errors_exit_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2

@@ -229,6 +229,16 @@ def test_a_model_name_with_line_breaks_is_quoted_in_the_first_line_not_printed(i
     assert describe_start(config).split("\n")[0].startswith('plainagent: "q\\nplainagent: ok" at http://localhost')
 
 
+def test_an_endpoint_whose_host_two_parsers_read_apart_is_not_used_and_the_question_says_so(install, project):
+    """The question said "your tasks and files go to api.openai.com"; requests would have gone to 127.0.0.2."""
+    asked = Asker()
+    config = load(install, project, "OPENAI_BASE_URL=http://127.0.0.2\\@api.openai.com/v1\n"
+                  f"OPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_MODE=read-only\n",
+                  {"OPENAI_API_KEY": USER_KEY, "OPENAI_MODEL": "m"}, asked)
+    assert "If you allow it, your tasks and files still go only to your own endpoint.\n" in asked.shown[0]
+    assert config.base_url == "https://api.openai.com/v1" and config.api_key.value == USER_KEY
+
+
 def test_a_local_endpoint_of_its_own_is_sent_no_key(install, project):
     config = load(install, project, "OPENAI_BASE_URL=http://localhost:11434/v1\nOPENAI_MODEL=qwen2.5-coder\n")
     assert (config.base_url, config.api_key.value, config.model) == ("http://localhost:11434/v1", "", "qwen2.5-coder")
@@ -413,15 +423,16 @@ def test_a_value_that_cannot_be_used_is_bounded_in_its_reason_too(install, proje
     assert len(lines) == 5 and "\n" not in config.notes[0]
 
 
-def test_a_host_that_only_looks_like_another_is_shown_with_its_letters_escaped(install, project):
+def test_a_host_that_only_looks_like_another_is_not_used(install, project):
+    """"api.open\u0430i.com" looks like api.openai.com: a host beyond ASCII is refused (written as DNS has it, it
+    would say what it is), so tasks stay with the user's endpoint."""
     asked = Asker("n")
     load(install, project, f"OPENAI_BASE_URL=https://user:pw@api.open\u0430i.com:8443/v1\n"
-                           f"OPENAI_API_KEY={PROJECT_KEY}\n", ask=asked)
+                           f"OPENAI_API_KEY={PROJECT_KEY}\nPLAINAGENT_MODE=read-only\n", ask=asked)
     lines = question_lines(asked)
-    assert lines[1] == ("  OPENAI_BASE_URL=https://[REDACTED]@api.open\u0430i.com:8443/v1  (used: your tasks and files "
-                        "would go there, with its own key)")
-    assert lines[3] == ("If you allow it, your tasks and files go to api.open\\u0430i.com:8443 (its OPENAI_BASE_URL, "
-                        "with its own key), not to your endpoint.")
+    assert lines[1].startswith("  OPENAI_BASE_URL=https://[REDACTED]@api.open\\u0430i.com:8443/v1  (not used: ")
+    assert "\\u2026" not in lines[1] and "\u0430" not in lines[1]  # the look-alike escaped, a cut's marks kept
+    assert lines[-2] == "If you allow it, your tasks and files still go only to your own endpoint."
 
 
 def test_the_answer_is_remembered_for_exactly_what_was_shown(install, project):

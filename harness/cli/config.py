@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import urllib3
+
 from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.common.directories import config_dir, state_dir
@@ -314,10 +316,17 @@ def url_problem(base_url: str) -> None:
         url.port  # noqa: B018  (reading it checks it: a port over 65535 raises here, not at the first request)
     except ValueError as error:
         raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not a valid URL ({error}), {example}.") from None
-    if bad := next((char for char in base_url if char.isspace() or not char.isprintable()), None):
+    if bad := next((char for char in base_url if char.isspace() or not char.isprintable() or char == "\\"), None):
         raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} holds {bad!r}, which no URL has, {example}.")
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not an http(s) URL with a host, {example}.")
+    # What is said about the host (the start line, a project's .env question) is read with urllib's parser; what
+    # requests connects to, with urllib3's: a URL they read apart ("http://a\\@b/") would go where nobody was told.
+    if not url.hostname.isascii():  # what it looks like and what it resolves to differ: say the one it is
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r}: write its host in ASCII, as DNS has it "
+                          f"({urllib3.util.parse_url(base_url).host}), {example}.")
+    if (urllib3.util.parse_url(base_url).host or "").strip("[]").lower() != url.hostname:
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} names its host ambiguously, {example}.")
 
 
 def key_problem(key: str, where: str) -> None:

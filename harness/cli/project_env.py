@@ -212,10 +212,17 @@ def describe_settings(project: ProjectEnv) -> list[str]:
     lines = []
     for variable, value in project.values.items():
         shown = f"(a key of {len(value):,} characters)" if variable == KEY else \
-            show_value(shown_url(value) if variable == BASE_URL else value)
+            show_value(ascii_only(shown_url(value)) if variable == BASE_URL else value)
         verdict = project.verdicts.get(variable, "")
+        verdict = ascii_only(verdict) if variable == BASE_URL else verdict  # it may quote the URL
         lines.append(f"  {variable}={shown}" + (f"  ({verdict})" if verdict else ""))
     return [*lines, describe_destination(project)]
+
+
+def ascii_only(text: str) -> str:
+    """Every letter and digit beyond ASCII escaped: "api.open\\u0430i.com" is not api.openai.com, though it looks it
+    (the marks a shortened value carries, "…", stay)."""
+    return "".join(describe_char(char) if not char.isascii() and char.isalnum() else char for char in text)
 
 
 def describe_destination(project: ProjectEnv) -> str:
@@ -225,8 +232,7 @@ def describe_destination(project: ProjectEnv) -> str:
     url = project.values[BASE_URL]
     # The host as the resolver reads it, every letter beyond ASCII escaped: "api.open\u0430i.com" is not
     # api.openai.com, though it looks it. No user and password: they are the URL's, not where it goes.
-    where = urlsplit(url).netloc.rpartition("@")[2].lower()  # a used URL is one url_problem could read
-    host = "".join(char if char.isascii() else describe_char(char) for char in where)
+    host = ascii_only(urlsplit(url).netloc.rpartition("@")[2].lower())  # a used URL is one url_problem could read
     whose = "its own key" if KEY in project.values and not project.verdicts.get(KEY) else "no key"
     return (f"If you allow it, your tasks and files go to {show_value(host)} (its OPENAI_BASE_URL, with {whose}), "
             "not to your endpoint.")
