@@ -377,9 +377,9 @@ def test_an_errors_line_is_never_cut_and_a_long_glimpse_says_it_is_cut():
 def test_a_commands_line_says_when_its_output_was_cut_for_the_model(tmp_path):
     """From issue 26: `seq 1 5000` showed `ok: 1 (+4,222 lines)`, the model's count, as if that were all."""
     output = run_shell(Workspace(tmp_path), "seq 1 5000", timeout=10)
-    assert summarize(output) == ("1 (+4,999 lines: cut for the model, which saw the first 2,222 and the last 2,000; "
+    assert summarize(output) == ("1 (+4,999 lines: cut for the model, which saw the first 2,221 and the last 1,999 lines; "
                                  "/show shows them all)")
     failed = run_shell(Workspace(tmp_path), "seq 1 5000; exit 1", timeout=10)
-    assert summarize(failed).startswith("exit code 1: (+4,999 lines: cut for the model, which saw the first 2,222 "
-                                        "and the last 2,000; /show shows them all)\n  | 4998\n  | 4999\n  | 5000")
+    assert summarize(failed).startswith("exit code 1: (+4,999 lines: cut for the model, which saw the first 2,221 "
+                                        "and the last 1,999 lines; /show shows them all)\n  | 4998\n  | 4999\n  | 5000")
     assert summarize("1\n2\n3") == "1 (+2 lines)"  # not cut: nothing said

@@ -30,7 +30,7 @@ def test_show_diff_and_the_resume_line(install, project, tmp_path, monkeypatch):
         screen.prompt()
         screen.type("count to 5000, then fix the greeting\n")
         shown = screen.expect("Counted, and fixed the greeting.")
-        assert ("  ok: 1 (+4,999 lines: cut for the model, which saw the first 2,222 and the last 2,000; /show shows "
+        assert ("  ok: 1 (+4,999 lines: cut for the model, which saw the first 2,221 and the last 1,999 lines; /show shows "
                 "them all)\n") in shown
         screen.prompt()
         screen.type("/show\n")

@@ -336,7 +336,7 @@ def summarize(output: str, whole: bool = False) -> str:
     if cut := cut_lines(output):  # the lines the model did not see are the user's to know of
         n_lines, n_first, n_last = cut
         more = (f" (+{count(n_lines - 1, 'line')}: cut for the model, which saw the first {n_first:,} and the last "
-                f"{n_last:,}; /show shows them all)")
+                f"{n_last:,} lines; /show shows them all)")
     refused = next((line for line in lines[1:] if line.startswith(REFUSAL_NOTE)), "")
     refused = f"\n  {refused[1:].split(': commands ')[0]} (/sandbox: what commands may do)" if refused else ""
     first = lines[0] if whole or len(lines[0]) <= GLIMPSE else lines[0][:GLIMPSE] + "…"

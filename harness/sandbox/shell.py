@@ -204,13 +204,19 @@ class HeadAndTail:
         if not self.n_dropped and len(kept) <= 2 * half:
             return redact(kept.decode("utf-8", errors="replace"))
         head, tail = kept[:half], kept[len(kept) - half:]
-        n_dropped = self.n_dropped + len(kept) - 2 * half
-        n_dropped_breaks = self.n_dropped_breaks + kept.count(b"\n", half, len(kept) - half)
+        # Whole lines on both sides of the cut, unless a line is most of what is kept: "22" left of line 2222
+        # would read as a line of its own.
+        if (end := head.rfind(b"\n")) >= 3 * half // 4:
+            head = head[:end + 1]
+        if 0 <= (start := tail.find(b"\n")) < half // 4:
+            tail = tail[start + 1:]
+        n_dropped = self.n_dropped + len(kept) - len(head) - len(tail)
+        n_dropped_breaks = self.n_dropped_breaks + kept.count(b"\n", len(head), len(kept) - len(tail))
         n_lines = self.n_breaks + (not self.ends_in_break)
         lines = f": about {n_dropped_breaks:,} of the {n_lines:,} lines" if n_dropped_breaks else ""
         head = redact(head.decode("utf-8", errors="replace"), cut_after=True)
         tail = redact(tail.decode("utf-8", errors="replace"), cut_before=True)
-        return f"{head}\n[... {n_dropped:,} bytes dropped{lines} ...]\n{tail}"
+        return f"{head.removesuffix(chr(10))}\n[... {n_dropped:,} bytes dropped{lines} ...]\n{tail}"
 
 
 CUT_MARK = re.compile(r"\n\[\.\.\. [\d,]+ bytes dropped: about [\d,]+ of the ([\d,]+) lines \.\.\.\]\n")
