@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 
 import pytest
+import requests
+import responses
 from fake_endpoint import QuietServer
 
 from harness.cli.args import parse_args
@@ -22,7 +24,7 @@ from harness.common.hosts import parse_hosts
 from harness.parser.toolcalls import ToolCall
 from harness.sandbox import ToolError
 from harness.sandbox import fetch as fetching
-from harness.sandbox.fetch import check_addresses, fetch, non_public, render_page
+from harness.sandbox.fetch import check_addresses, fetch, get, non_public, render_page
 from harness.sandbox.html_text import html_to_text
 from harness.sandbox.permissions import FETCH_OFF, Permissions
 from harness.sandbox.workspace import Workspace
@@ -349,6 +351,15 @@ def test_a_server_that_does_not_answer_times_out(site):
     finally:
         never.set()
     assert str(failed.value) == f"{site.url}/hang: no answer within 0.05 s. Try again later, or another page."
+
+
+def test_a_connection_that_is_never_made_says_the_connect_wait():
+    """A host whose listen queue is full: a user gave up after 10 s and was told 20."""
+    with responses.RequestsMock() as mock:
+        mock.get("https://docs.example.org/", body=requests.ConnectTimeout("timed out"))
+        with pytest.raises(ToolError) as failed:
+            get(requests.Session(), "https://docs.example.org/", (10, 20), {})
+    assert str(failed.value) == "https://docs.example.org/: no connection within 10 s. Try again later, or another page."
 
 
 def test_nothing_listening_is_one_clear_error():

@@ -146,6 +146,8 @@ def get(session: requests.Session, url: str, timeout: tuple[float, float], proxi
     verify = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
     try:
         return session.get(url, allow_redirects=False, stream=True, timeout=timeout, proxies=proxies, verify=verify)
+    except requests.ConnectTimeout:
+        raise ToolError(f"{url}: no connection within {timeout[0]:g} s. Try again later, or another page.") from None
     except requests.Timeout:
         raise ToolError(f"{url}: no answer within {timeout[1]:g} s. Try again later, or another page.") from None
     except requests.exceptions.SSLError as error:
