@@ -56,8 +56,9 @@ def test_diff_shows_what_the_user_did_since_and_a_file_removed(session):
 
 
 def test_diff_before_any_write_says_what_it_would_show(session):
-    assert run_slash_command(session, "/diff") == ("No changes: the agent has written no file in this run (/diff "
-                                                   "shows the writes /undo knows: this run's).")
+    assert run_slash_command(session, "/diff") == ("No changes: no write of the agent's is left in this run (none "
+                                                   "was made, or /undo took it back; /diff shows the writes /undo "
+                                                   "knows: this run's).")
 
 
 # --- /show ---
@@ -74,7 +75,7 @@ def test_show_gives_a_cut_commands_output_whole(session):
 
 
 def test_show_gives_the_last_result_as_the_model_got_it_when_it_was_not_cut(session):
-    assert run_slash_command(session, "/show") == "No tool result yet in this session."
+    assert run_slash_command(session, "/show") == "No tool result yet in this run."
     (session.tools.workspace.root / "a.txt").write_text("one\ntwo\n")
     call(session, "read_file", path="a.txt")
     assert run_slash_command(session, "/show") == "The last tool result, whole: 2 lines, 7 bytes:\none\ntwo"

@@ -158,8 +158,8 @@ def slash_diff(session, argument: str) -> str:
     for write in ws.journal:
         firsts.setdefault(write.path, write.before)  # path -> its bytes before the agent's first write to it
     if not firsts:
-        return ("No changes: the agent has written no file in this run (/diff shows the writes /undo knows: this "
-                f"run's).{before_resume(session)}")
+        return ("No changes: no write of the agent's is left in this run (none was made, or /undo took it back; "
+                f"/diff shows the writes /undo knows: this run's).{before_resume(session)}")
     diff = "".join(file_diff(ws, path, before) for path, before in firsts.items())
     lines = diff.splitlines()
     added, removed = (sum(line[:1] == sign and line[:4] != sign * 3 + " " for line in lines) for sign in "+-")
@@ -191,7 +191,7 @@ def file_diff(ws, path: Path, before: bytes | None) -> str:
 def slash_show(session, argument: str) -> str:
     """/show: the last tool result whole (a command's whole output, when the model was given its head and tail)."""
     if display.last_result is None:
-        return "No tool result yet in this session."
+        return "No tool result yet in this run."
     text, note = display.last_result, ""
     uncut = session.tools.workspace.uncut
     if uncut is not None and uncut[0] == text:  # the command's output was cut for the model: the user sees it all
@@ -239,7 +239,7 @@ def slash_tokens(session, argument: str) -> str:
     """/tokens: the requests and tokens of this session so far, and whether the server reported them."""
     counts, n_requests, n_estimated = session.model.tokens, session.model.n_requests, session.model.n_estimated
     if not n_requests:
-        return "No requests yet."
+        return "No requests yet in this run."
     which = ("as the server reported them" if not n_estimated else "estimated: the server reported none"
              if n_estimated == n_requests else f"{n_estimated} of the requests estimated: the server reported none")
     return (f"{n_requests:,} request{'s' * (n_requests != 1)}: {counts['prompt_tokens']:,} prompt + "
