@@ -192,8 +192,8 @@ def test_ordinary_code_is_left_as_it_is(text):
 
 
 @pytest.mark.parametrize("text", ["token=" * 85_000, "-----BEGIN PRIVATE KEY-----" * 19_000, "sk-" * 170_000,
-                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000],
-                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken"])
+                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000, "://a:" * 100_000],
+                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken", "://a:"])
 def test_no_text_makes_withholding_slow(text):
     """Half a megabyte each, made of what the shapes start with: each took seconds to minutes in a draft whose
     regexes scanned to the end of the text from every start (now 0.1 s or less; the bound is 20 times that)."""
@@ -267,3 +267,103 @@ def test_a_file_that_really_holds_the_marker_s_words_is_edited_like_any(tmp_path
     assert result.ok
     assert (tmp_path / "notes.md").read_text() == ("A token is shown as [secret withheld: GitHub token], never as "
                                                    "itself.\n")
+
+
+# --- an edit never joins a withheld value to the text beside it (a second attack) ---
+
+
+REVEALS = {  # a file, an edit beside the value it holds, and what read_file showed before that edit
+    "API key": ("deploy.sh", f"echo {OPENAI}\n", "echo ", "echo x", "echo [secret withheld: API key]\n"),
+    "AWS key": ("aws.sh", f"ID={AWS_ID}\nnext\n", "\nnext", "x\nnext", "ID=[secret withheld: AWS access key]\nnext\n"),
+    "renamed key": ("app.json", '{"token": "a8Fj3kL0pQ9zX2vB7nM4"}\n', '"token"', '"tokne"',
+                    '{"token": "[secret withheld: a value named as a secret]"}\n'),
+    "URL scheme": ("db.txt", "URL=postgres://app:hunter2@db/x\n", "://", ":// ",
+                   "URL=postgres://app:[secret withheld: password in a URL]@db/x\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(REVEALS))
+def test_an_edit_that_would_show_a_withheld_value_is_refused(tmp_path, name):
+    """Each edit is beside the value, never over it, so old_str matches what was shown; but after it the value
+    would no longer have its shape (`xsk-…`, `AKIA…x`, a name that no longer says "token", a URL that is no
+    longer one), and the next read_file would show it whole."""
+    path, content, old_str, new_str, shown = REVEALS[name]
+    (tmp_path / path).write_text(content)
+    ws = Workspace(tmp_path)
+    assert run(ws, "read_file", path=path).output == shown.rstrip("\n")
+    result = run(ws, "edit_file", path=path, old_str=old_str, new_str=new_str)
+    assert not result.ok
+    assert result.output.startswith(f"After this edit, {path} would show a value plainagent withheld from you (")
+    assert result.output.endswith("), joined to the text you changed. Leave the text right next to it as it is, or ask "
+                                  "the user to make this edit. No changes were made.")
+    assert (tmp_path / path).read_text() == content
+    assert seen(run(ws, "read_file", path=path).output) == []
+
+
+def test_a_value_still_withheld_after_an_edit_beside_it_does_not_stop_the_edit(tmp_path):
+    (tmp_path / "deploy.sh").write_text(f"echo {GITHUB}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="deploy.sh", old_str="echo ", new_str="echo x").ok
+    assert run(ws, "read_file", path="deploy.sh").output == "echo x[secret withheld: GitHub token]"
+
+
+def test_an_edit_that_writes_the_value_the_model_already_knows_is_not_refused(tmp_path):
+    """A value the file also shows (a URL password written in plain elsewhere) is no secret to the model."""
+    (tmp_path / "db.txt").write_text("URL=postgres://app:app@db/x\nUSER=app\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="db.txt", old_str="USER=app\n", new_str="USER=app\nROLE=app\n").ok
+    assert (tmp_path / "db.txt").read_text() == "URL=postgres://app:app@db/x\nUSER=app\nROLE=app\n"
+
+
+# --- shapes after escapes, separators and in more places ---
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("{\\u0022token\\u0022:\\u0022" + GITHUB + "\\u0022}",
+     "{\\u0022token\\u0022:\\u0022[secret withheld: GitHub token]\\u0022}"),
+    ("https://x/cb?next=%2Fauth%3Ftoken%3D" + GITHUB, "https://x/cb?next=%2Fauth%3Ftoken%3D[secret withheld: GitHub "
+                                                      "token]"),
+    ('"line1\\n' + GITHUB + '"', '"line1\\n[secret withheld: GitHub token]"'),
+    ("GH_TOKEN_" + GITHUB, "GH_TOKEN_[secret withheld: GitHub token]"),
+    ("--token-" + GITHUB, "--token-[secret withheld: GitHub token]"),
+    ("key" + AWS_ID, "key[secret withheld: AWS access key]"),
+    ("x" + ANTHROPIC, "x[secret withheld: Anthropic key]"),
+    ('"a\\n' + OPENAI + '"', '"a\\n[secret withheld: API key]"'),
+    ("k=%3D" + OPENAI, "k=%3D[secret withheld: API key]"),
+    ("\\u0022" + OPENAI, "\\u0022[secret withheld: API key]"),
+    ("--key-" + OPENAI, "--key-[secret withheld: API key]"),
+    ("\\n" + HUGGING_FACE, "\\n[secret withheld: Hugging Face token]"),
+    ("HF_TOKEN_" + HUGGING_FACE, "HF_TOKEN_[secret withheld: Hugging Face token]"),
+    ("DATABASE_URL=postgres://app:Xy7/Qp2Lm9Rt4@db:5432/app",
+     "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
+    ("postgres://app:s3cr@t-P4ssw0rd-99@db/x", "postgres://app:[secret withheld: password in a URL]@db/x"),
+    ("DB_PASS=Tr0ub4dor-and-3-more", "DB_PASS=[secret withheld: a value named as a secret]"),
+    ('db_pass = "abcDEF123ghiJKL456mno789"', 'db_pass = "[secret withheld: a value named as a secret]"'),
+    ("MYSQL_ROOT_PASS: q7w3e9r1t5y2u8i4", "MYSQL_ROOT_PASS: [secret withheld: a value named as a secret]"),
+])
+def test_credentials_are_withheld_after_escapes_and_separators(text, shown):
+    assert withhold(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "https://host:8080/path@x", "see http://localhost:3000/users/@me", "http://a:8080/b@c/d@e", "git+https://github.com/org/repo.git@v1.2.3",
+    'api_key = os.environ["OPENAI_API_KEY"]', "bypass = a8Fj3kL0pQ9zX2vB7nM4", "compass: a8Fj3kL0pQ9zX2vB7nM4",
+    'next_page_token = "CAEQABoCCAE2x9fk3m"', 'id = "123e4567-e89b-12d3-a456-426614174000"',
+    'commit_sha = "3f786850e387550fdab836ed7e6dc881de23001b"', 'DATA = "SGVsbG8sIFdvcmxkIQ0KVGhpcyBpcyBiYXNlNjQ="',
+    '"integrity": "sha512-v2kDEe57lecTulaDIuNTPy3Ry4gLGJ6Z1O3vE1krgXZNrsQ+5hcMIpLUC6arTdY0K6+HrbkfeZAxqXQ==",',
+    "requests==2.31.0 --hash=sha256:58cd2187c01e70e6e26505bca751777aa9f2ee0b7f4300988b709f44e013003f",
+    'className="sk-button-primary-2xl"', "the task-sk-1234567890abcdefghij runs", "mask_hf_value = 1",
+    "thf_" + "kQmWnErTyUiOpAsDfGhJkLzXcVbNmQwErT",
+])
+def test_more_ordinary_text_is_left_as_it_is(text):
+    assert withhold(text) == text
+
+
+def test_a_megabyte_of_random_base64_holds_no_token():
+    """Images in notebooks, source maps, lockfiles: a shape that matches inside a word finds a prefix and its
+    full length by chance about once in tens of megabytes of base64."""
+    import base64
+    import random
+    blob = base64.b64encode(random.Random(27).randbytes(750_000)).decode()
+    assert withhold(blob) == blob
+    assert withhold(blob.replace("+", "-").replace("/", "_")) == blob.replace("+", "-").replace("/", "_")

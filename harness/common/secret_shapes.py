@@ -31,9 +31,11 @@ MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind 
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
 
 # (what it is, its shape). Each starts with a literal, which the regex engine finds fast (a leading \b would make
-# it try every position: 30 times slower); `withhold` checks instead that the match does not continue a word, so
-# `xghp_…` in a longer name or a base64 blob is not taken for a token. A shape with a lookbehind of its own
-# (`(?<=`) says itself what comes before it.
+# it try every position: 30 times slower). Most prefixes are distinctive (`ghp_`, `AKIA`, `xoxb-`) and are taken
+# wherever they are, after a letter too (`\u0022ghp_…`, `%3Dghp_…`, `\nghp_…`, `GH_TOKEN_ghp_…`): a random base64
+# blob holds one with its full length about once in tens of megabytes. A short or common one (`WORD_CHECKED`:
+# `sk-`, `hf_`, `SG.`) is not taken after a letter or a digit (`ask-…`, `mask_hf_…`), unless that character ends
+# an escape (`\n`, `\u0022`, `%3D`). A shape with a lookbehind of its own (`(?<=`) says itself what comes before it.
 SHAPES = [
     # to its end (base64, and the headers of an encrypted one: `DEK-Info: AES-128-CBC,…`), or to where it stops
     ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[\w+/=\s\\,:.]|-(?!----))*+"
@@ -75,6 +77,9 @@ SHAPES = [
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
 ]
 COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
+WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token"}
+ESCAPE_BEFORE = re.compile(r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})\Z")
+ALPHANUMERIC = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
 # `<add key="ClearTextPassword" value="…"/>` (nuget.config), `Authorization: Bearer …`. Only the value is
 # withheld; the name, the quotes and the rest of the line stay, so the model still sees what the line is.
@@ -85,20 +90,26 @@ COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
 NAME_MAX_CHARS = 100
 CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                        r"""(?:[:=]|["']?[ \t]+value[ \t]*=)""")
-SECRET_NAME = re.compile(r"(?:password|passwd|secret|token|(?:api|access|private|secret|account|client|auth"
-                         r"|signing|encryption|master)[_-]?key|apikey|auth|authident|credentials?|authorization)$")
+# `db_pass` and `MYSQL_ROOT_PASS` are passwords, `bypass` and `compass` are not; `next_page_token` is no credential.
+SECRET_NAME = re.compile(r"(?:password|passwd|(?:^|[_.-])pass(?:phrase)?|secret|(?<!page)(?<!page[_-])token"
+                         r"|(?:api|access|private|secret|account|client|auth|signing|encryption|master)[_-]?key"
+                         r"|apikey|auth|authident|credentials?|authorization)$")
 NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
                    \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
                    (?P<value> (?(quote) [^"'\s\\]{16,2000}+ | [^"'\s,;<>(){}\[\]=:\\]{16,2000}+=* ) )
                    (?= [\\"'\s,;<>]|$)""")
 # A password in a URL: postgres://user:pw@host, https://user:token@pypi.example/simple (pip.conf, .git/config).
-URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):(?P<value>[^\s@/'\"$<>{}*]{3,200})(?=@)")
+# It may hold a "/" (postgres://app:Xy7/Qp2@db) and an "@" that another follows before any "/" (a password
+# nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
+# at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
+URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
+                          r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+PORT_AND_PATH = re.compile(r"\d{1,5}/")
 CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?<![\w-])(?:gh[pousr]_|github_pat_|sk-"
                            r"|AKIA|ASIA|xox|hf_|npm_|pypi-|AIza|glpat-|eyJ)[\w.-]{0,2000}+)\Z")
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
                              r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
-TOKEN_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-NAME_CHARACTERS = TOKEN_CHARACTERS | {"."}
+NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
@@ -110,18 +121,23 @@ def looks_random(value: str) -> bool:
             and len(set(value)) >= 8 and not MARKERS.search(value))
 
 
-def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
+             found: list[tuple[str, str]] | None = None) -> str:
     """The text with every value shaped like a credential replaced by a marker saying what it was. Where a text
-    was cut (a command's output kept as a head and a tail), a token cut short there is withheld too.
+    was cut (a command's output kept as a head and a tail), a token cut short there is withheld too. Each value
+    withheld is added to `found` as (kind, value), when given (`withheld_values`).
 
     >>> withhold('token = "ghp_' + 'a1' * 18 + '"')
     'token = "[secret withheld: GitHub token]"'
     """
+    found = [] if found is None else found
     for kind, shape in COMPILED:
-        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(match) else marker(kind, match[0]), text)
-    text = withhold_named(text)
+        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match)
+                         else marker(kind, match[0], found), text)
+    text = withhold_named(text, found)
     if "://" in text:
-        text = URL_PASSWORD.sub(lambda match: f"://{match['user']}:{MARKER.format(kind='password in a URL')}", text)
+        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"]) else
+                                f"://{match['user']}:{marker('password in a URL', match['value'], found)}", text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
         text = text[:end] + CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
@@ -130,14 +146,22 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False) ->
     return text
 
 
-def continues_word(match: re.Match) -> bool:
-    """Whether a match starts inside a longer word (`xghp_…`), so it is not a token of that shape; a shape with
-    a lookbehind of its own has said already what may come before it."""
-    return ("(?<=" not in match.re.pattern and match.start() > 0
-            and match.string[match.start() - 1] in TOKEN_CHARACTERS)
+def withheld_values(text: str) -> list[tuple[str, str]]:
+    """What `withhold` takes out of a text: (kind, value) for each value, in order."""
+    found: list[tuple[str, str]] = []
+    withhold(text, found=found)
+    return found
 
 
-def withhold_named(text: str) -> str:
+def continues_word(kind: str, match: re.Match) -> bool:
+    """Whether a match of a short or common prefix (`WORD_CHECKED`) starts inside a longer word (`ask-…`), so it
+    is not a token of that shape; a letter that ends an escape (`\\n`, `\\u0022`, `%3D`) is no word's."""
+    start = match.start()
+    return (kind in WORD_CHECKED and start > 0 and match.string[start - 1] in ALPHANUMERIC
+            and not ESCAPE_BEFORE.search(match.string, max(0, start - 6), start))
+
+
+def withhold_named(text: str, found: list[tuple[str, str]]) -> str:
     """The text with each random-looking value of a name that says "secret" withheld."""
     pieces, done, lowered = [], 0, text.lower()
     if len(lowered) != len(text):  # "İ" lowers to two characters: positions would no longer be the text's
@@ -150,14 +174,15 @@ def withhold_named(text: str) -> str:
         if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"])
                 or start < done):
             continue
-        pieces += [text[done:match.start("value")], MARKER.format(kind="a value named as a secret")]
+        pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found)]
         done = match.end("value")
     return "".join(pieces) + text[done:]
 
 
-def marker(kind: str, value: str) -> str:
-    """The marker for a value, one for each line it spans: line numbers after a withheld private key are the
-    file's own, so read_file's offsets and edit_file's line counts stay right."""
+def marker(kind: str, value: str, found: list[tuple[str, str]]) -> str:
+    """The marker for a value (added to `found`), one for each line it spans: line numbers after a withheld
+    private key are the file's own, so read_file's offsets and edit_file's line counts stay right."""
+    found.append((kind, value))
     return "\n".join([MARKER.format(kind=kind)] * (value.count("\n") + 1))
 
 

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from harness.common.redaction import REDACTED
-from harness.common.secret_shapes import marker_in
+from harness.common.secret_shapes import marker_in, withheld_values
 from harness.common.words import count
 from harness.sandbox import ToolError
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
@@ -105,7 +105,8 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
                         "does not change it. Ask the user to make this edit.")
     check_withheld(old, new, document.text, path)
     shown = ws.redact(document.text)  # as read_file showed it: values shaped like credentials withheld
-    if shown != document.text:  # old_str must match what the model saw, or tries would find a value a piece at a time
+    withheld = shown != document.text
+    if withheld:  # old_str must match what the model saw, or tries would find a value a piece at a time
         (replace_every if replace_all else replace_once)(shown, old, new, path)
     if replace_all:
         asked, places = replace_every(document.text, old, new, path)
@@ -113,6 +114,8 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     else:
         asked, rule, first, last = replace_once(document.text, old, new, path)
     text = keep_final_newline(document.text, asked)
+    if withheld:
+        check_revealed(ws, document.text, shown, text, new * (len(places) if replace_all else 1), path)
     data = document.encode(text)
     if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
@@ -137,6 +140,19 @@ def check_withheld(old: str, new: str, text: str, path: str) -> None:
                             f"looks like a credential); {path} " + ("holds the value itself, so old_str is not in "
                             "it" if name == "old_str" else "would get those words in place of a value") + ". Make "
                             "the edit around that line, with the value left out, or ask the user to change it.")
+
+
+def check_revealed(ws: Workspace, before: str, shown: str, after: str, new: str, path: str) -> None:
+    """Refuse an edit after which a value withheld from the file's view would show in it: text joined to it
+    (`echo xghp_…`, `AKIA…x`) or a name changed beside it (`"tokne": "…"`) takes away the shape that withheld it.
+    Every such trick comes to the same test: the value shows in the view after the edit more often than before,
+    and not because new_str spells it out (`new`: new_str as many times as it was written)."""
+    after_shown = ws.redact(after)
+    for kind, value in withheld_values(before):
+        if after_shown.count(value) > shown.count(value) + new.count(value):
+            raise ToolError(f"After this edit, {path} would show a value plainagent withheld from you ({kind}), "
+                            "joined to the text you changed. Leave the text right next to it as it is, or ask the "
+                            "user to make this edit.")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
