@@ -307,12 +307,15 @@ def test_a_value_still_withheld_after_an_edit_beside_it_does_not_stop_the_edit(t
     assert run(ws, "read_file", path="deploy.sh").output == "echo x[secret withheld: GitHub token]"
 
 
-def test_an_edit_that_writes_the_value_the_model_already_knows_is_not_refused(tmp_path):
-    """A value the file also shows (a URL password written in plain elsewhere) is no secret to the model."""
-    (tmp_path / "db.txt").write_text("URL=postgres://app:app@db/x\nUSER=app\n")
+@pytest.mark.parametrize("guess", ["hunter", "hunted"])
+def test_an_edit_that_spells_a_guess_beside_the_file_s_text_says_nothing_of_the_value(tmp_path, guess):
+    """new_str's "hunter" before the file's "2" spells the password anew; were that refused, and "hunted" not,
+    the model would learn the password one guess an edit. Both are edits like any, and the value stays withheld."""
+    (tmp_path / "db.txt").write_text("URL=postgres://app:hunter2@db/x\nA=2\n")
     ws = Workspace(tmp_path)
-    assert run(ws, "edit_file", path="db.txt", old_str="USER=app\n", new_str="USER=app\nROLE=app\n").ok
-    assert (tmp_path / "db.txt").read_text() == "URL=postgres://app:app@db/x\nUSER=app\nROLE=app\n"
+    assert run(ws, "edit_file", path="db.txt", old_str="A=", new_str=f"A={guess}").output == "Edited db.txt at line 2."
+    assert run(ws, "read_file", path="db.txt").output == ("URL=postgres://app:[secret withheld: password in a URL]@db/x\n"
+                                                          f"A={guess}2")
 
 
 # --- shapes after escapes, separators and in more places ---
@@ -367,3 +370,29 @@ def test_a_megabyte_of_random_base64_holds_no_token():
     blob = base64.b64encode(random.Random(27).randbytes(750_000)).decode()
     assert withhold(blob) == blob
     assert withhold(blob.replace("+", "-").replace("/", "_")) == blob.replace("+", "-").replace("/", "_")
+
+
+@pytest.mark.parametrize("probe", [GITHUB[4:9], GITHUB[4:8] + "X"])
+def test_an_edit_never_matches_old_str_inside_a_withheld_value(tmp_path, probe):
+    """Were old_str matched in the file itself, text the model wrote (`probe aB3dE`) would match "2 places" when
+    the token holds it too and one when it does not: the token, a piece at a time. Only the shown place matches."""
+    (tmp_path / "a.sh").write_text(f"echo {GITHUB}\nprobe {probe}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="a.sh", old_str=probe, new_str=probe + "1").output == "Edited a.sh at line 2."
+    assert (tmp_path / "a.sh").read_text() == f"echo {GITHUB}\nprobe {probe}1\n"
+    assert run(ws, "edit_file", path="a.sh", old_str=probe, new_str="-", replace_all=True).ok
+    assert (tmp_path / "a.sh").read_text() == f"echo {GITHUB}\nprobe -1\n"
+
+
+def test_an_edit_between_withheld_values_keeps_each_byte_for_byte(tmp_path):
+    """A private key over three lines, two tokens side by side: the edit's line numbers are the file's, and what
+    the values were is put back in order, whatever the edit put between them."""
+    key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----"
+    (tmp_path / "k.py").write_text(f'KEY = """{key}"""\nA = "{GITHUB}" "{OPENAI}"\nB = 1\n')
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="k.py", old_str="B = 1", new_str="B = 2").output == "Edited k.py at line 5."
+    assert run(ws, "edit_file", path="k.py", old_str='" "', new_str=",\n").ok
+    assert (tmp_path / "k.py").read_text() == f'KEY = """{key}"""\nA = "{GITHUB},\n{OPENAI}"\nB = 2\n'
+    refused = run(ws, "edit_file", path="k.py", old_str=",\n", new_str="")  # ghp_…sk-… would show the sk- key
+    assert refused.output.startswith("After this edit, k.py would show a value plainagent withheld from you (")
+    assert seen(run(ws, "read_file", path="k.py").output) == []

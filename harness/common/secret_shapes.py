@@ -113,19 +113,21 @@ NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def looks_random(value: str) -> bool:
+def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1")."""
+    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor
+    (`masked`) a value withheld already."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
-            and len(set(value)) >= 8 and not MARKERS.search(value))
+            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
-             found: list[tuple[str, str]] | None = None) -> str:
+             found: list[tuple[str, str]] | None = None, fill: str | None = None) -> str:
     """The text with every value shaped like a credential replaced by a marker saying what it was. Where a text
     was cut (a command's output kept as a head and a tail), a token cut short there is withheld too. Each value
-    withheld is added to `found` as (kind, value), when given (`withheld_values`).
+    withheld is added to `found` as (kind, value), when given (`withheld_values`); with a `fill` character, each
+    of its characters but line breaks is replaced by that one instead of a marker (`masked`).
 
     >>> withhold('token = "ghp_' + 'a1' * 18 + '"')
     'token = "[secret withheld: GitHub token]"'
@@ -133,11 +135,13 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     found = [] if found is None else found
     for kind, shape in COMPILED:
         text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match)
-                         else marker(kind, match[0], found), text)
-    text = withhold_named(text, found)
+                         else marker(kind, match[0], found, fill), text)
+    text = withhold_named(text, found, fill)
     if "://" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"]) else
-                                f"://{match['user']}:{marker('password in a URL', match['value'], found)}", text)
+        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"])
+                                or (fill is not None and fill in match["value"])
+                                else f"://{match['user']}:{marker('password in a URL', match['value'], found, fill)}",
+                                text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
         text = text[:end] + CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
@@ -153,6 +157,26 @@ def withheld_values(text: str) -> list[tuple[str, str]]:
     return found
 
 
+def masked(text: str, fill: str, found: list[tuple[str, str]]) -> str:
+    """The text with each character `withhold` takes out replaced by `fill` (a character the text does not hold),
+    line breaks kept, and the values added to `found`: as long as the text, line for line, so an edit's old_str
+    can be matched in it and never inside a value (whether it matched there would tell the value a piece at a
+    time)."""
+    return withhold(text, found=found, fill=fill)
+
+
+def unmasked(text: str, original: str, mask: str, fill: str) -> str:
+    """`text`, made from `mask` by an edit that left its `fill` characters as they were, with the characters they
+    stand for (`original`'s) put back, in order."""
+    runs = re.compile(re.escape(fill) + "+")
+    hidden = "".join(original[run.start():run.end()] for run in runs.finditer(mask))
+    pieces, taken, done = [], 0, 0
+    for run in runs.finditer(text):  # a run may be two values side by side, or half of one a line break splits
+        pieces += [text[done:run.start()], hidden[taken:taken + len(run[0])]]
+        taken, done = taken + len(run[0]), run.end()
+    return "".join(pieces) + text[done:]
+
+
 def continues_word(kind: str, match: re.Match) -> bool:
     """Whether a match of a short or common prefix (`WORD_CHECKED`) starts inside a longer word (`ask-…`), so it
     is not a token of that shape; a letter that ends an escape (`\\n`, `\\u0022`, `%3D`) is no word's."""
@@ -161,7 +185,7 @@ def continues_word(kind: str, match: re.Match) -> bool:
             and not ESCAPE_BEFORE.search(match.string, max(0, start - 6), start))
 
 
-def withhold_named(text: str, found: list[tuple[str, str]]) -> str:
+def withhold_named(text: str, found: list[tuple[str, str]], fill: str | None) -> str:
     """The text with each random-looking value of a name that says "secret" withheld."""
     pieces, done, lowered = [], 0, text.lower()
     if len(lowered) != len(text):  # "İ" lowers to two characters: positions would no longer be the text's
@@ -171,18 +195,21 @@ def withhold_named(text: str, found: list[tuple[str, str]]) -> str:
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
         match = NAMED.match(text, start)
-        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"])
+        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"], fill)
                 or start < done):
             continue
-        pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found)]
+        pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found, fill)]
         done = match.end("value")
     return "".join(pieces) + text[done:]
 
 
-def marker(kind: str, value: str, found: list[tuple[str, str]]) -> str:
+def marker(kind: str, value: str, found: list[tuple[str, str]], fill: str | None = None) -> str:
     """The marker for a value (added to `found`), one for each line it spans: line numbers after a withheld
-    private key are the file's own, so read_file's offsets and edit_file's line counts stay right."""
+    private key are the file's own, so read_file's offsets and edit_file's line counts stay right. With a
+    `fill`, the value with each character but line breaks replaced by it."""
     found.append((kind, value))
+    if fill is not None:
+        return re.sub(r"[^\n]", fill, value)
     return "\n".join([MARKER.format(kind=kind)] * (value.count("\n") + 1))
 
 

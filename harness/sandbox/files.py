@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 from harness.common.redaction import REDACTED
-from harness.common.secret_shapes import marker_in, withheld_values
+from harness.common.secret_shapes import marker_in, masked, unmasked, withheld_values
 from harness.common.words import count
 from harness.sandbox import ToolError
 from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
@@ -104,18 +105,27 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
     check_withheld(old, new, document.text, path)
-    shown = ws.redact(document.text)  # as read_file showed it: values shaped like credentials withheld
-    withheld = shown != document.text
-    if withheld:  # old_str must match what the model saw, or tries would find a value a piece at a time
-        (replace_every if replace_all else replace_once)(shown, old, new, path)
-    if replace_all:
-        asked, places = replace_every(document.text, old, new, path)
-        rule, first = "exact match", places[0]
-    else:
-        asked, rule, first, last = replace_once(document.text, old, new, path)
+    # old_str is matched in the file as the model saw it, never inside a value shaped like a credential (whether
+    # it matched there, or matched "2 places", would tell the value a piece at a time): each of their characters
+    # stands as `fill` meanwhile, and is put back after.
+    withheld: list[tuple[str, str]] = []
+    fill = unused_character(document.text + old + new, path)
+    source = masked(document.text, fill, withheld)
+    try:
+        if replace_all:
+            asked, places = replace_every(source, old, new, path)
+            rule, first = "exact match", places[0]
+        else:
+            asked, rule, first, last = replace_once(source, old, new, path)
+    except ToolError:
+        if withheld:  # said of the file as read_file showed it, with markers
+            (replace_every if replace_all else replace_once)(ws.redact(document.text), old, new, path)
+        raise
+    if withheld:
+        asked = unmasked(asked, document.text, source, fill)
     text = keep_final_newline(document.text, asked)
     if withheld:
-        check_revealed(ws, document.text, shown, text, new * (len(places) if replace_all else 1), path)
+        check_revealed(withheld, text, path)
     data = document.encode(text)
     if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
@@ -142,17 +152,29 @@ def check_withheld(old: str, new: str, text: str, path: str) -> None:
                             "the edit around that line, with the value left out, or ask the user to change it.")
 
 
-def check_revealed(ws: Workspace, before: str, shown: str, after: str, new: str, path: str) -> None:
+def check_revealed(withheld: list[tuple[str, str]], after: str, path: str) -> None:
     """Refuse an edit after which a value withheld from the file's view would show in it: text joined to it
-    (`echo xghp_…`, `AKIA…x`) or a name changed beside it (`"tokne": "…"`) takes away the shape that withheld it.
-    Every such trick comes to the same test: the value shows in the view after the edit more often than before,
-    and not because new_str spells it out (`new`: new_str as many times as it was written)."""
-    after_shown = ws.redact(after)
-    for kind, value in withheld_values(before):
-        if after_shown.count(value) > shown.count(value) + new.count(value):
+    (`echo xsk-…`, `AKIA…x`), a name changed beside it (`"tokne": "…"`) or a URL broken before it takes away the
+    shape that withheld it. Every such trick comes to one test, whatever the shape: each value withheld before
+    the edit is withheld after it as often. Text that only spells a value out anew (new_str's "hunter" before
+    the file's "2") withholds nothing fewer, so what an edit is told never says whether a guess was right."""
+    after_values = Counter(value for _, value in withheld_values(after))  # `withheld`: the file's, before
+    for kind, value in withheld:
+        if not after_values[value]:
             raise ToolError(f"After this edit, {path} would show a value plainagent withheld from you ({kind}), "
                             "joined to the text you changed. Leave the text right next to it as it is, or ask the "
                             "user to make this edit.")
+        after_values[value] -= 1
+
+
+def unused_character(text: str, path: str) -> str:
+    """A character neither the file nor the edit holds, to stand for a withheld value's characters while old_str
+    is matched: NUL, or one of Unicode's noncharacters, which no text means."""
+    for fill in ["\0", *map(chr, range(0xFDD0, 0xFDF0))]:
+        if fill not in text:
+            return fill
+    raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, which edit_file needs one of to stand "
+                    "for values it withholds from you; ask the user to make this edit.")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
