@@ -14,8 +14,10 @@ The shapes are those gitleaks and detect-secrets match with few false alarms: fi
 `password = os.environ["DB_PASSWORD"]` or `token = get_token()` stays code the model can read and change.
 
 The marker can never match the file's own text unknowingly: `marker_in` finds it in an edit's old or new text,
-and files.py refuses such an edit with the reason, unless the file really holds those words; and an edit's
-old_str must match the file as it was shown, so no run of tries can find a value a piece at a time.
+and files.py refuses such an edit with the reason, unless the file really holds those words. An edit's old_str
+is matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece
+at a time; and `withheld_values` before and after an edit tell files.py whether it would show one (text joined
+to it takes its shape away: `echo xsk-…`).
 
 What a shape cannot do: know a value no shape describes (`password = hunter2`, short and plain), or stop a command
 that prints a value in another form (`base64 settings.json`): the net keeps credentials out of what the tools

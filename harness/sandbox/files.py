@@ -6,7 +6,8 @@ Helpers of the tools in tools.py (their docstrings, what the model reads, stay t
 checked; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's (matching
 old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
 `write`), and an edit that acts later (later.py) is asked in every mode. The write happens only if the file
-still holds what the edit was made from, once the question is answered.
+still holds what the edit was made from, once the question is answered. A value withheld from the model
+(secret_shapes.py) is neither matched by an edit's old_str nor shown by its result.
 """
 
 from __future__ import annotations
