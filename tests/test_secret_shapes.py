@@ -294,8 +294,8 @@ def test_an_edit_that_would_show_a_withheld_value_is_refused(tmp_path, name):
     result = run(ws, "edit_file", path=path, old_str=old_str, new_str=new_str)
     assert not result.ok
     assert result.output.startswith(f"After this edit, {path} would show a value plainagent withheld from you (")
-    assert result.output.endswith("), joined to the text you changed. Leave the text right next to it as it is, or ask "
-                                  "the user to make this edit. No changes were made.")
+    assert result.output.endswith("): the text you changed beside it is what marks it as one. Leave that text as it "
+                                  "is, or ask the user to make this edit. No changes were made.")
     assert (tmp_path / path).read_text() == content
     assert seen(run(ws, "read_file", path=path).output) == []
 
@@ -396,3 +396,10 @@ def test_an_edit_between_withheld_values_keeps_each_byte_for_byte(tmp_path):
     refused = run(ws, "edit_file", path="k.py", old_str=",\n", new_str="")  # ghp_…sk-… would show the sk- key
     assert refused.output.startswith("After this edit, k.py would show a value plainagent withheld from you (")
     assert seen(run(ws, "read_file", path="k.py").output) == []
+
+
+def test_a_command_output_cut_through_a_token_glued_to_a_name_shows_no_piece_of_it():
+    output = HeadAndTail(80)
+    output.read_all(io.BytesIO(f"export T=GH_TOKEN_{GITHUB}\n{'x' * 100}\nend\n".encode()))
+    assert output.text(lambda text, **cut: withhold(text, **cut)).startswith(
+        "export T=GH_TOKEN_[secret withheld: a token cut short]\n[... ")

@@ -107,8 +107,9 @@ NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | 
 URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
                           r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
-CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?<![\w-])(?:gh[pousr]_|github_pat_|sk-"
-                           r"|AKIA|ASIA|xox|hf_|npm_|pypi-|AIza|glpat-|eyJ)[\w.-]{0,2000}+)\Z")
+# A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
+CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)"
+                           r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
                              r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")

@@ -162,9 +162,9 @@ def check_revealed(withheld: list[tuple[str, str]], after: str, path: str) -> No
     after_values = Counter(value for _, value in withheld_values(after))  # `withheld`: the file's, before
     for kind, value in withheld:
         if not after_values[value]:
-            raise ToolError(f"After this edit, {path} would show a value plainagent withheld from you ({kind}), "
-                            "joined to the text you changed. Leave the text right next to it as it is, or ask the "
-                            "user to make this edit.")
+            raise ToolError(f"After this edit, {path} would show a value plainagent withheld from you ({kind}): "
+                            "the text you changed beside it is what marks it as one. Leave that text as it is, or "
+                            "ask the user to make this edit.")
         after_values[value] -= 1
 
 
