@@ -403,3 +403,23 @@ def test_a_command_output_cut_through_a_token_glued_to_a_name_shows_no_piece_of_
     output.read_all(io.BytesIO(f"export T=GH_TOKEN_{GITHUB}\n{'x' * 100}\nend\n".encode()))
     assert output.text(lambda text, **cut: withhold(text, **cut)).startswith(
         "export T=GH_TOKEN_[secret withheld: a token cut short]\n[... ")
+
+
+@pytest.mark.parametrize("line", ['password = "Xy7Qp2Lm9Rt4Zk8WqB3n"', "DATABASE_URL=postgres://app:Xy7Qp2Lm9Rt4Zk8WqB3n@db",
+                                  f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", f"T={GITHUB}"])
+@pytest.mark.parametrize("shown", [8, 14])
+def test_a_command_output_cut_through_any_value_shows_no_more_than_seven_characters_of_it(line, shown):
+    """Kept as a head and a tail of 100 bytes each: the head ends `shown` characters into the value, or the tail
+    starts that many before its end. A value named as a secret or in a URL is withheld to the cut as a token
+    is; and the tail's first word is when it looks random (the cut went through it). Seven characters, the end
+    of a token without a digit among them (`jkLmNoP`), may still show."""
+    value = line.split("=", 1)[1].split(":")[-1].split("@")[0].strip('"')
+    at = line.index(value)
+    ends_at_cut = "p" * (100 - at - shown - 1) + "\n" + line + "\n" + "x" * 300
+    starts_at_cut = "y" * 300 + "\n" + line + "\n" + "z" * (at + len(value) - shown + 99 - len(line))
+    for data in (ends_at_cut, starts_at_cut):
+        output = HeadAndTail(200)
+        output.read_all(io.BytesIO(data.encode()))
+        shown_text = output.text(lambda text, **cut: withhold(text, **cut))
+        assert "bytes dropped" in shown_text
+        assert not any(value[i:i + 8] in shown_text for i in range(len(value) - 7)), shown_text

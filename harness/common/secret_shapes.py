@@ -110,8 +110,15 @@ PORT_AND_PATH = re.compile(r"\d{1,5}/")
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
 CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)"
                            r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+# A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
+CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
+                           r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
+                           r"""|://[^\s:/@'"]{1,100}+:)(?P<value>[^"'\s,;<>(){}\[\]=\\@]{1,2000}+)\Z""")
+# The end of a private key at the start of a tail, or its first word: the cut went through it, so it is a piece
+# of something, and one that looks random (`mixed`) may be a token's last characters; a thousand characters of
+# one word (a minified line, `aaa…aEND`) are not.
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
-                             r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
+                             r"|(?P<piece>[\w+/=.~-]{6,1000}+)(?![\w+/=.~-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
@@ -147,10 +154,21 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
-        text = text[:end] + CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
-    if cut_before and (start := CUT_SHORT_START.match(text)):  # its tail starts inside one: the rest of it
+        head = CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
+        if value := CUT_VALUE_END.search(head):
+            head = head[:value.start("value")] + MARKER.format(kind="a value cut short")
+        text = text[:end] + head
+    start = CUT_SHORT_START.match(text) if cut_before else None
+    if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
         text = MARKER.format(kind="the end of a token cut short") + text[start.end():]
     return text
+
+
+def mixed(piece: str) -> bool:
+    """Whether a piece of a word looks random, as a token's end does: letters and digits, or 8 characters or
+    more of both cases (a token's last 6 may have no digit; "eError" is a word's)."""
+    letters, digits = any(c.isalpha() for c in piece), any(c.isdigit() for c in piece)
+    return (letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece)
 
 
 def withheld_values(text: str) -> list[tuple[str, str]]:
