@@ -423,3 +423,21 @@ def test_a_command_output_cut_through_any_value_shows_no_more_than_seven_charact
         shown_text = output.text(lambda text, **cut: withhold(text, **cut))
         assert "bytes dropped" in shown_text
         assert not any(value[i:i + 8] in shown_text for i in range(len(value) - 7)), shown_text
+
+
+def test_an_old_str_through_part_of_a_marker_fails_and_says_why(tmp_path):
+    (tmp_path / "a.sh").write_text(f"x=1\necho {OPENAI} done\n# end of file here\n")
+    result = run(Workspace(tmp_path), "edit_file", path="a.sh", old_str="key] done\n# end", new_str="x")
+    assert result.output == ("old_str matches a.sh as read_file showed it only through part of a marker of a value "
+                             "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
+                             "around it, with no part of the marker in old_str, or ask the user to change it. No "
+                             "changes were made.")
+
+
+def test_an_old_str_that_matches_nowhere_is_shown_the_closest_lines_as_read_file_showed_them(tmp_path):
+    """Never as they were matched, with a character standing for each of a value's: that would tell its length."""
+    (tmp_path / "a.sh").write_text(f"x=1\necho {OPENAI} done\n# end of file here\nfoo\n")
+    result = run(Workspace(tmp_path), "edit_file", path="a.sh", old_str="x=1\necho $KEY done\n# end of file here\n",
+                 new_str="z")
+    assert "The closest lines in the file are:\n     1\tx=1\n     2\techo [secret withheld: API key] done\n" in result.output
+    assert "\0" not in result.output

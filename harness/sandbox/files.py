@@ -22,7 +22,14 @@ from harness.common.redaction import REDACTED
 from harness.common.secret_shapes import marker_in, masked, unmasked, withheld_values
 from harness.common.words import count
 from harness.sandbox import ToolError
-from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
+from harness.sandbox.documents import (
+    LINE_BREAK,
+    EditRefused,
+    decode,
+    decode_for_edit,
+    keep_final_newline,
+    split_lines,
+)
 from harness.sandbox.edits import (
     check_python_edit,
     describe_change,
@@ -118,10 +125,14 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
             rule, first = "exact match", places[0]
         else:
             asked, rule, first, last = replace_once(source, old, new, path)
-    except ToolError:
-        if withheld:  # said of the file as read_file showed it, with markers
-            (replace_every if replace_all else replace_once)(ws.redact(document.text), old, new, path)
-        raise
+    except (ToolError, EditRefused):
+        if not withheld:
+            raise
+        # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
+        (replace_every if replace_all else replace_once)(ws.redact(document.text), old, new, path)
+        raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
+                        "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
+                        "around it, with no part of the marker in old_str, or ask the user to change it.") from None
     if withheld:
         asked = unmasked(asked, document.text, source, fill)
     text = keep_final_newline(document.text, asked)
