@@ -441,3 +441,13 @@ def test_an_old_str_that_matches_nowhere_is_shown_the_closest_lines_as_read_file
                  new_str="z")
     assert "The closest lines in the file are:\n     1\tx=1\n     2\techo [secret withheld: API key] done\n" in result.output
     assert "\0" not in result.output
+
+
+def test_a_file_holding_every_masking_character_is_edited_unless_it_holds_withheld_values(tmp_path):
+    every = "\0" + "".join(map(chr, range(0xFDD0, 0xFDF0)))
+    (tmp_path / "odd.txt").write_text(f"a\n{'x' * 9000}{every}\n")  # its NUL past what marks a file binary
+    (tmp_path / "odd_key.txt").write_text(f"a\n{'x' * 9000}{every}\nT={GITHUB}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="odd.txt", old_str="a\n", new_str="b\n").ok
+    assert run(ws, "edit_file", path="odd_key.txt", old_str="a\n", new_str="b\n").output.startswith(
+        "odd_key.txt holds NUL and all of Unicode's noncharacters, one of which edit_file needs")

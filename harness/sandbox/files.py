@@ -117,8 +117,11 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     # it matched there, or matched "2 places", would tell the value a piece at a time): each of their characters
     # stands as `fill` meanwhile, and is put back after.
     withheld: list[tuple[str, str]] = []
-    fill = unused_character(document.text + old + new, path)
-    source = masked(document.text, fill, withheld)
+    fill = unused_character(document.text + old + new)
+    source = masked(document.text, fill, withheld) if fill else document.text
+    if not fill and withheld_values(document.text):
+        raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
+                        "stand for the values it withholds from you; ask the user to make this edit.")
     try:
         if replace_all:
             asked, places = replace_every(source, old, new, path)
@@ -179,14 +182,10 @@ def check_revealed(withheld: list[tuple[str, str]], after: str, path: str) -> No
         after_values[value] -= 1
 
 
-def unused_character(text: str, path: str) -> str:
+def unused_character(text: str) -> str:
     """A character neither the file nor the edit holds, to stand for a withheld value's characters while old_str
-    is matched: NUL, or one of Unicode's noncharacters, which no text means."""
-    for fill in ["\0", *map(chr, range(0xFDD0, 0xFDF0))]:
-        if fill not in text:
-            return fill
-    raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, which edit_file needs one of to stand "
-                    "for values it withholds from you; ask the user to make this edit.")
+    is matched: NUL, or one of Unicode's noncharacters, which no text means; "" if it holds them all."""
+    return next((fill for fill in ["\0", *map(chr, range(0xFDD0, 0xFDF0))] if fill not in text), "")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
