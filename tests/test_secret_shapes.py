@@ -192,8 +192,8 @@ def test_ordinary_code_is_left_as_it_is(text):
 
 
 @pytest.mark.parametrize("text", ["token=" * 85_000, "-----BEGIN PRIVATE KEY-----" * 19_000, "sk-" * 170_000,
-                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000],
-                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken"])
+                                  "xox." * 125_000, 'token: "' * 62_000, "tokentoken" * 50_000, "://a:" * 100_000],
+                         ids=["token=", "BEGIN", "sk-", "xox.", 'token: "', "tokentoken", "://a:"])
 def test_no_text_makes_withholding_slow(text):
     """Half a megabyte each, made of what the shapes start with: each took seconds to minutes in a draft whose
     regexes scanned to the end of the text from every start (now 0.1 s or less; the bound is 20 times that)."""
@@ -267,3 +267,187 @@ def test_a_file_that_really_holds_the_marker_s_words_is_edited_like_any(tmp_path
     assert result.ok
     assert (tmp_path / "notes.md").read_text() == ("A token is shown as [secret withheld: GitHub token], never as "
                                                    "itself.\n")
+
+
+# --- an edit never joins a withheld value to the text beside it (a second attack) ---
+
+
+REVEALS = {  # a file, an edit beside the value it holds, and what read_file showed before that edit
+    "API key": ("deploy.sh", f"echo {OPENAI}\n", "echo ", "echo x", "echo [secret withheld: API key]\n"),
+    "AWS key": ("aws.sh", f"ID={AWS_ID}\nnext\n", "\nnext", "x\nnext", "ID=[secret withheld: AWS access key]\nnext\n"),
+    "renamed key": ("app.json", '{"token": "a8Fj3kL0pQ9zX2vB7nM4"}\n', '"token"', '"tokne"',
+                    '{"token": "[secret withheld: a value named as a secret]"}\n'),
+    "URL scheme": ("db.txt", "URL=postgres://app:hunter2@db/x\n", "://", ":// ",
+                   "URL=postgres://app:[secret withheld: password in a URL]@db/x\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(REVEALS))
+def test_an_edit_that_would_show_a_withheld_value_is_refused(tmp_path, name):
+    """Each edit is beside the value, never over it, so old_str matches what was shown; but after it the value
+    would no longer have its shape (`xsk-…`, `AKIA…x`, a name that no longer says "token", a URL that is no
+    longer one), and the next read_file would show it whole."""
+    path, content, old_str, new_str, shown = REVEALS[name]
+    (tmp_path / path).write_text(content)
+    ws = Workspace(tmp_path)
+    assert run(ws, "read_file", path=path).output == shown.rstrip("\n")
+    result = run(ws, "edit_file", path=path, old_str=old_str, new_str=new_str)
+    assert not result.ok
+    assert result.output.startswith(f"After this edit, {path} would show a value plainagent withheld from you (")
+    assert result.output.endswith("): the text you changed beside it is what marks it as one. Leave that text as it "
+                                  "is, or ask the user to make this edit. No changes were made.")
+    assert (tmp_path / path).read_text() == content
+    assert seen(run(ws, "read_file", path=path).output) == []
+
+
+def test_a_value_still_withheld_after_an_edit_beside_it_does_not_stop_the_edit(tmp_path):
+    (tmp_path / "deploy.sh").write_text(f"echo {GITHUB}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="deploy.sh", old_str="echo ", new_str="echo x").ok
+    assert run(ws, "read_file", path="deploy.sh").output == "echo x[secret withheld: GitHub token]"
+
+
+@pytest.mark.parametrize("guess", ["hunter", "hunted"])
+def test_an_edit_that_spells_a_guess_beside_the_file_s_text_says_nothing_of_the_value(tmp_path, guess):
+    """new_str's "hunter" before the file's "2" spells the password anew; were that refused, and "hunted" not,
+    the model would learn the password one guess an edit. Both are edits like any, and the value stays withheld."""
+    (tmp_path / "db.txt").write_text("URL=postgres://app:hunter2@db/x\nA=2\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="db.txt", old_str="A=", new_str=f"A={guess}").output == "Edited db.txt at line 2."
+    assert run(ws, "read_file", path="db.txt").output == ("URL=postgres://app:[secret withheld: password in a URL]@db/x\n"
+                                                          f"A={guess}2")
+
+
+# --- shapes after escapes, separators and in more places ---
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("{\\u0022token\\u0022:\\u0022" + GITHUB + "\\u0022}",
+     "{\\u0022token\\u0022:\\u0022[secret withheld: GitHub token]\\u0022}"),
+    ("https://x/cb?next=%2Fauth%3Ftoken%3D" + GITHUB, "https://x/cb?next=%2Fauth%3Ftoken%3D[secret withheld: GitHub "
+                                                      "token]"),
+    ('"line1\\n' + GITHUB + '"', '"line1\\n[secret withheld: GitHub token]"'),
+    ("GH_TOKEN_" + GITHUB, "GH_TOKEN_[secret withheld: GitHub token]"),
+    ("--token-" + GITHUB, "--token-[secret withheld: GitHub token]"),
+    ("key" + AWS_ID, "key[secret withheld: AWS access key]"),
+    ("x" + ANTHROPIC, "x[secret withheld: Anthropic key]"),
+    ('"a\\n' + OPENAI + '"', '"a\\n[secret withheld: API key]"'),
+    ("k=%3D" + OPENAI, "k=%3D[secret withheld: API key]"),
+    ("\\u0022" + OPENAI, "\\u0022[secret withheld: API key]"),
+    ("--key-" + OPENAI, "--key-[secret withheld: API key]"),
+    ("\\n" + HUGGING_FACE, "\\n[secret withheld: Hugging Face token]"),
+    ("HF_TOKEN_" + HUGGING_FACE, "HF_TOKEN_[secret withheld: Hugging Face token]"),
+    ("DATABASE_URL=postgres://app:Xy7/Qp2Lm9Rt4@db:5432/app",
+     "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
+    ("postgres://app:s3cr@t-P4ssw0rd-99@db/x", "postgres://app:[secret withheld: password in a URL]@db/x"),
+    ("DB_PASS=Tr0ub4dor-and-3-more", "DB_PASS=[secret withheld: a value named as a secret]"),
+    ('db_pass = "abcDEF123ghiJKL456mno789"', 'db_pass = "[secret withheld: a value named as a secret]"'),
+    ("MYSQL_ROOT_PASS: q7w3e9r1t5y2u8i4", "MYSQL_ROOT_PASS: [secret withheld: a value named as a secret]"),
+])
+def test_credentials_are_withheld_after_escapes_and_separators(text, shown):
+    assert withhold(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "https://host:8080/path@x", "see http://localhost:3000/users/@me", "http://a:8080/b@c/d@e", "git+https://github.com/org/repo.git@v1.2.3",
+    'api_key = os.environ["OPENAI_API_KEY"]', "bypass = a8Fj3kL0pQ9zX2vB7nM4", "compass: a8Fj3kL0pQ9zX2vB7nM4",
+    'next_page_token = "CAEQABoCCAE2x9fk3m"', 'id = "123e4567-e89b-12d3-a456-426614174000"',
+    'commit_sha = "3f786850e387550fdab836ed7e6dc881de23001b"', 'DATA = "SGVsbG8sIFdvcmxkIQ0KVGhpcyBpcyBiYXNlNjQ="',
+    '"integrity": "sha512-v2kDEe57lecTulaDIuNTPy3Ry4gLGJ6Z1O3vE1krgXZNrsQ+5hcMIpLUC6arTdY0K6+HrbkfeZAxqXQ==",',
+    "requests==2.31.0 --hash=sha256:58cd2187c01e70e6e26505bca751777aa9f2ee0b7f4300988b709f44e013003f",
+    'className="sk-button-primary-2xl"', "the task-sk-1234567890abcdefghij runs", "mask_hf_value = 1",
+    "thf_" + "kQmWnErTyUiOpAsDfGhJkLzXcVbNmQwErT",
+])
+def test_more_ordinary_text_is_left_as_it_is(text):
+    assert withhold(text) == text
+
+
+def test_a_megabyte_of_random_base64_holds_no_token():
+    """Images in notebooks, source maps, lockfiles: a shape that matches inside a word finds a prefix and its
+    full length by chance about once in tens of megabytes of base64."""
+    import base64
+    import random
+    blob = base64.b64encode(random.Random(27).randbytes(750_000)).decode()
+    assert withhold(blob) == blob
+    assert withhold(blob.replace("+", "-").replace("/", "_")) == blob.replace("+", "-").replace("/", "_")
+
+
+@pytest.mark.parametrize("probe", [GITHUB[4:9], GITHUB[4:8] + "X"])
+def test_an_edit_never_matches_old_str_inside_a_withheld_value(tmp_path, probe):
+    """Were old_str matched in the file itself, text the model wrote (`probe aB3dE`) would match "2 places" when
+    the token holds it too and one when it does not: the token, a piece at a time. Only the shown place matches."""
+    (tmp_path / "a.sh").write_text(f"echo {GITHUB}\nprobe {probe}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="a.sh", old_str=probe, new_str=probe + "1").output == "Edited a.sh at line 2."
+    assert (tmp_path / "a.sh").read_text() == f"echo {GITHUB}\nprobe {probe}1\n"
+    assert run(ws, "edit_file", path="a.sh", old_str=probe, new_str="-", replace_all=True).ok
+    assert (tmp_path / "a.sh").read_text() == f"echo {GITHUB}\nprobe -1\n"
+
+
+def test_an_edit_between_withheld_values_keeps_each_byte_for_byte(tmp_path):
+    """A private key over three lines, two tokens side by side: the edit's line numbers are the file's, and what
+    the values were is put back in order, whatever the edit put between them."""
+    key = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB\n-----END EC PRIVATE KEY-----"
+    (tmp_path / "k.py").write_text(f'KEY = """{key}"""\nA = "{GITHUB}" "{OPENAI}"\nB = 1\n')
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="k.py", old_str="B = 1", new_str="B = 2").output == "Edited k.py at line 5."
+    assert run(ws, "edit_file", path="k.py", old_str='" "', new_str=",\n").ok
+    assert (tmp_path / "k.py").read_text() == f'KEY = """{key}"""\nA = "{GITHUB},\n{OPENAI}"\nB = 2\n'
+    refused = run(ws, "edit_file", path="k.py", old_str=",\n", new_str="")  # ghp_…sk-… would show the sk- key
+    assert refused.output.startswith("After this edit, k.py would show a value plainagent withheld from you (")
+    assert seen(run(ws, "read_file", path="k.py").output) == []
+
+
+def test_a_command_output_cut_through_a_token_glued_to_a_name_shows_no_piece_of_it():
+    output = HeadAndTail(80)
+    output.read_all(io.BytesIO(f"export T=GH_TOKEN_{GITHUB}\n{'x' * 100}\nend\n".encode()))
+    assert output.text(lambda text, **cut: withhold(text, **cut)).startswith(
+        "export T=GH_TOKEN_[secret withheld: a token cut short]\n[... ")
+
+
+@pytest.mark.parametrize("line", ['password = "Xy7Qp2Lm9Rt4Zk8WqB3n"', "DATABASE_URL=postgres://app:Xy7Qp2Lm9Rt4Zk8WqB3n@db",
+                                  f"AWS_SECRET_ACCESS_KEY={AWS_SECRET}", f"T={GITHUB}"])
+@pytest.mark.parametrize("shown", [8, 14])
+def test_a_command_output_cut_through_any_value_shows_no_more_than_seven_characters_of_it(line, shown):
+    """Kept as a head and a tail of 100 bytes each: the head ends `shown` characters into the value, or the tail
+    starts that many before its end. A value named as a secret or in a URL is withheld to the cut as a token
+    is; and the tail's first word is when it looks random (the cut went through it). Seven characters, the end
+    of a token without a digit among them (`jkLmNoP`), may still show."""
+    value = line.split("=", 1)[1].split(":")[-1].split("@")[0].strip('"')
+    at = line.index(value)
+    ends_at_cut = "p" * (100 - at - shown - 1) + "\n" + line + "\n" + "x" * 300
+    starts_at_cut = "y" * 300 + "\n" + line + "\n" + "z" * (at + len(value) - shown + 99 - len(line))
+    for data in (ends_at_cut, starts_at_cut):
+        output = HeadAndTail(200)
+        output.read_all(io.BytesIO(data.encode()))
+        shown_text = output.text(lambda text, **cut: withhold(text, **cut))
+        assert "bytes dropped" in shown_text
+        assert not any(value[i:i + 8] in shown_text for i in range(len(value) - 7)), shown_text
+
+
+def test_an_old_str_through_part_of_a_marker_fails_and_says_why(tmp_path):
+    (tmp_path / "a.sh").write_text(f"x=1\necho {OPENAI} done\n# end of file here\n")
+    result = run(Workspace(tmp_path), "edit_file", path="a.sh", old_str="key] done\n# end", new_str="x")
+    assert result.output == ("old_str matches a.sh as read_file showed it only through part of a marker of a value "
+                             "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
+                             "around it, with no part of the marker in old_str, or ask the user to change it. No "
+                             "changes were made.")
+
+
+def test_an_old_str_that_matches_nowhere_is_shown_the_closest_lines_as_read_file_showed_them(tmp_path):
+    """Never as they were matched, with a character standing for each of a value's: that would tell its length."""
+    (tmp_path / "a.sh").write_text(f"x=1\necho {OPENAI} done\n# end of file here\nfoo\n")
+    result = run(Workspace(tmp_path), "edit_file", path="a.sh", old_str="x=1\necho $KEY done\n# end of file here\n",
+                 new_str="z")
+    assert "The closest lines in the file are:\n     1\tx=1\n     2\techo [secret withheld: API key] done\n" in result.output
+    assert "\0" not in result.output
+
+
+def test_a_file_holding_every_masking_character_is_edited_unless_it_holds_withheld_values(tmp_path):
+    every = "\0" + "".join(map(chr, range(0xFDD0, 0xFDF0)))
+    (tmp_path / "odd.txt").write_text(f"a\n{'x' * 9000}{every}\n")  # its NUL past what marks a file binary
+    (tmp_path / "odd_key.txt").write_text(f"a\n{'x' * 9000}{every}\nT={GITHUB}\n")
+    ws = Workspace(tmp_path)
+    assert run(ws, "edit_file", path="odd.txt", old_str="a\n", new_str="b\n").ok
+    assert run(ws, "edit_file", path="odd_key.txt", old_str="a\n", new_str="b\n").output.startswith(
+        "odd_key.txt holds NUL and all of Unicode's noncharacters, one of which edit_file needs")

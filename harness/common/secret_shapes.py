@@ -14,8 +14,10 @@ The shapes are those gitleaks and detect-secrets match with few false alarms: fi
 `password = os.environ["DB_PASSWORD"]` or `token = get_token()` stays code the model can read and change.
 
 The marker can never match the file's own text unknowingly: `marker_in` finds it in an edit's old or new text,
-and files.py refuses such an edit with the reason, unless the file really holds those words; and an edit's
-old_str must match the file as it was shown, so no run of tries can find a value a piece at a time.
+and files.py refuses such an edit with the reason, unless the file really holds those words. An edit's old_str
+is matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece
+at a time; and `withheld_values` before and after an edit tell files.py whether it would show one (text joined
+to it takes its shape away: `echo xsk-…`).
 
 What a shape cannot do: know a value no shape describes (`password = hunter2`, short and plain), or stop a command
 that prints a value in another form (`base64 settings.json`): the net keeps credentials out of what the tools
@@ -31,9 +33,11 @@ MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind 
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
 
 # (what it is, its shape). Each starts with a literal, which the regex engine finds fast (a leading \b would make
-# it try every position: 30 times slower); `withhold` checks instead that the match does not continue a word, so
-# `xghp_…` in a longer name or a base64 blob is not taken for a token. A shape with a lookbehind of its own
-# (`(?<=`) says itself what comes before it.
+# it try every position: 30 times slower). Most prefixes are distinctive (`ghp_`, `AKIA`, `xoxb-`) and are taken
+# wherever they are, after a letter too (`\u0022ghp_…`, `%3Dghp_…`, `\nghp_…`, `GH_TOKEN_ghp_…`): a random base64
+# blob holds one with its full length about once in tens of megabytes. A short or common one (`WORD_CHECKED`:
+# `sk-`, `hf_`, `SG.`) is not taken after a letter or a digit (`ask-…`, `mask_hf_…`), unless that character ends
+# an escape (`\n`, `\u0022`, `%3D`). A shape with a lookbehind of its own (`(?<=`) says itself what comes before it.
 SHAPES = [
     # to its end (base64, and the headers of an encrypted one: `DEK-Info: AES-128-CBC,…`), or to where it stops
     ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[\w+/=\s\\,:.]|-(?!----))*+"
@@ -75,6 +79,9 @@ SHAPES = [
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
 ]
 COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
+WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token"}
+ESCAPE_BEFORE = re.compile(r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})\Z")
+ALPHANUMERIC = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
 # `<add key="ClearTextPassword" value="…"/>` (nuget.config), `Authorization: Bearer …`. Only the value is
 # withheld; the name, the quotes and the rest of the line stay, so the model still sees what the line is.
@@ -85,59 +92,121 @@ COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
 NAME_MAX_CHARS = 100
 CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                        r"""(?:[:=]|["']?[ \t]+value[ \t]*=)""")
-SECRET_NAME = re.compile(r"(?:password|passwd|secret|token|(?:api|access|private|secret|account|client|auth"
-                         r"|signing|encryption|master)[_-]?key|apikey|auth|authident|credentials?|authorization)$")
+# `db_pass` and `MYSQL_ROOT_PASS` are passwords, `bypass` and `compass` are not; `next_page_token` is no credential.
+SECRET_NAME = re.compile(r"(?:password|passwd|(?:^|[_.-])pass(?:phrase)?|secret|(?<!page)(?<!page[_-])token"
+                         r"|(?:api|access|private|secret|account|client|auth|signing|encryption|master)[_-]?key"
+                         r"|apikey|auth|authident|credentials?|authorization)$")
 NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
                    \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
                    (?P<value> (?(quote) [^"'\s\\]{16,2000}+ | [^"'\s,;<>(){}\[\]=:\\]{16,2000}+=* ) )
                    (?= [\\"'\s,;<>]|$)""")
 # A password in a URL: postgres://user:pw@host, https://user:token@pypi.example/simple (pip.conf, .git/config).
-URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):(?P<value>[^\s@/'\"$<>{}*]{3,200})(?=@)")
-CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?<![\w-])(?:gh[pousr]_|github_pat_|sk-"
-                           r"|AKIA|ASIA|xox|hf_|npm_|pypi-|AIza|glpat-|eyJ)[\w.-]{0,2000}+)\Z")
+# It may hold a "/" (postgres://app:Xy7/Qp2@db) and an "@" that another follows before any "/" (a password
+# nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
+# at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
+URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
+                          r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+PORT_AND_PATH = re.compile(r"\d{1,5}/")
+# A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
+CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)"
+                           r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+# A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
+CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
+                           r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
+                           r"""|://[^\s:/@'"]{1,100}+:)(?P<value>[^"'\s,;<>(){}\[\]=\\@]{1,2000}+)\Z""")
+# The end of a private key at the start of a tail, or its first word: the cut went through it, so it is a piece
+# of something, and one that looks random (`mixed`) may be a token's last characters; a thousand characters of
+# one word (a minified line, `aaa…aEND`) are not.
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
-                             r"|(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[\w-]{20,}(?![\w-])")
-TOKEN_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-NAME_CHARACTERS = TOKEN_CHARACTERS | {"."}
+                             r"|(?P<piece>[\w+/=.~-]{6,1000}+)(?![\w+/=.~-])")
+NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def looks_random(value: str) -> bool:
+def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1")."""
+    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor
+    (`masked`) a value withheld already."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
-            and len(set(value)) >= 8 and not MARKERS.search(value))
+            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value))
 
 
-def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
+def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
+             found: list[tuple[str, str]] | None = None, fill: str | None = None) -> str:
     """The text with every value shaped like a credential replaced by a marker saying what it was. Where a text
-    was cut (a command's output kept as a head and a tail), a token cut short there is withheld too.
+    was cut (a command's output kept as a head and a tail), a token cut short there is withheld too. Each value
+    withheld is added to `found` as (kind, value), when given (`withheld_values`); with a `fill` character, each
+    of its characters but line breaks is replaced by that one instead of a marker (`masked`).
 
     >>> withhold('token = "ghp_' + 'a1' * 18 + '"')
     'token = "[secret withheld: GitHub token]"'
     """
+    found = [] if found is None else found
     for kind, shape in COMPILED:
-        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(match) else marker(kind, match[0]), text)
-    text = withhold_named(text)
+        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match)
+                         else marker(kind, match[0], found, fill), text)
+    text = withhold_named(text, found, fill)
     if "://" in text:
-        text = URL_PASSWORD.sub(lambda match: f"://{match['user']}:{MARKER.format(kind='password in a URL')}", text)
+        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"])
+                                or (fill is not None and fill in match["value"])
+                                else f"://{match['user']}:{marker('password in a URL', match['value'], found, fill)}",
+                                text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
-        text = text[:end] + CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
-    if cut_before and (start := CUT_SHORT_START.match(text)):  # its tail starts inside one: the rest of it
+        head = CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
+        if value := CUT_VALUE_END.search(head):
+            head = head[:value.start("value")] + MARKER.format(kind="a value cut short")
+        text = text[:end] + head
+    start = CUT_SHORT_START.match(text) if cut_before else None
+    if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
         text = MARKER.format(kind="the end of a token cut short") + text[start.end():]
     return text
 
 
-def continues_word(match: re.Match) -> bool:
-    """Whether a match starts inside a longer word (`xghp_…`), so it is not a token of that shape; a shape with
-    a lookbehind of its own has said already what may come before it."""
-    return ("(?<=" not in match.re.pattern and match.start() > 0
-            and match.string[match.start() - 1] in TOKEN_CHARACTERS)
+def mixed(piece: str) -> bool:
+    """Whether a piece of a word looks random, as a token's end does: letters and digits, or 8 characters or
+    more of both cases (a token's last 6 may have no digit; "eError" is a word's)."""
+    letters, digits = any(c.isalpha() for c in piece), any(c.isdigit() for c in piece)
+    return (letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece)
 
 
-def withhold_named(text: str) -> str:
+def withheld_values(text: str) -> list[tuple[str, str]]:
+    """What `withhold` takes out of a text: (kind, value) for each value, in order."""
+    found: list[tuple[str, str]] = []
+    withhold(text, found=found)
+    return found
+
+
+def masked(text: str, fill: str, found: list[tuple[str, str]]) -> str:
+    """The text with each character `withhold` takes out replaced by `fill` (a character the text does not hold),
+    line breaks kept, and the values added to `found`: as long as the text, line for line, so an edit's old_str
+    can be matched in it and never inside a value (whether it matched there would tell the value a piece at a
+    time)."""
+    return withhold(text, found=found, fill=fill)
+
+
+def unmasked(text: str, original: str, mask: str, fill: str) -> str:
+    """`text`, made from `mask` by an edit that left its `fill` characters as they were, with the characters they
+    stand for (`original`'s) put back, in order."""
+    runs = re.compile(re.escape(fill) + "+")
+    hidden = "".join(original[run.start():run.end()] for run in runs.finditer(mask))
+    pieces, taken, done = [], 0, 0
+    for run in runs.finditer(text):  # a run may be two values side by side, or half of one a line break splits
+        pieces += [text[done:run.start()], hidden[taken:taken + len(run[0])]]
+        taken, done = taken + len(run[0]), run.end()
+    return "".join(pieces) + text[done:]
+
+
+def continues_word(kind: str, match: re.Match) -> bool:
+    """Whether a match of a short or common prefix (`WORD_CHECKED`) starts inside a longer word (`ask-…`), so it
+    is not a token of that shape; a letter that ends an escape (`\\n`, `\\u0022`, `%3D`) is no word's."""
+    start = match.start()
+    return (kind in WORD_CHECKED and start > 0 and match.string[start - 1] in ALPHANUMERIC
+            and not ESCAPE_BEFORE.search(match.string, max(0, start - 6), start))
+
+
+def withhold_named(text: str, found: list[tuple[str, str]], fill: str | None) -> str:
     """The text with each random-looking value of a name that says "secret" withheld."""
     pieces, done, lowered = [], 0, text.lower()
     if len(lowered) != len(text):  # "İ" lowers to two characters: positions would no longer be the text's
@@ -147,17 +216,21 @@ def withhold_named(text: str) -> str:
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
         match = NAMED.match(text, start)
-        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"])
+        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"], fill)
                 or start < done):
             continue
-        pieces += [text[done:match.start("value")], MARKER.format(kind="a value named as a secret")]
+        pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found, fill)]
         done = match.end("value")
     return "".join(pieces) + text[done:]
 
 
-def marker(kind: str, value: str) -> str:
-    """The marker for a value, one for each line it spans: line numbers after a withheld private key are the
-    file's own, so read_file's offsets and edit_file's line counts stay right."""
+def marker(kind: str, value: str, found: list[tuple[str, str]], fill: str | None = None) -> str:
+    """The marker for a value (added to `found`), one for each line it spans: line numbers after a withheld
+    private key are the file's own, so read_file's offsets and edit_file's line counts stay right. With a
+    `fill`, the value with each character but line breaks replaced by it."""
+    found.append((kind, value))
+    if fill is not None:
+        return re.sub(r"[^\n]", fill, value)
     return "\n".join([MARKER.format(kind=kind)] * (value.count("\n") + 1))
 
 

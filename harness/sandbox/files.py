@@ -6,7 +6,8 @@ Helpers of the tools in tools.py (their docstrings, what the model reads, stay t
 checked; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's (matching
 old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
 `write`), and an edit that acts later (later.py) is asked in every mode. The write happens only if the file
-still holds what the edit was made from, once the question is answered.
+still holds what the edit was made from, once the question is answered. A value withheld from the model
+(secret_shapes.py) is neither matched by an edit's old_str nor shown by its result.
 """
 
 from __future__ import annotations
@@ -14,13 +15,21 @@ from __future__ import annotations
 import json
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 from harness.common.redaction import REDACTED
-from harness.common.secret_shapes import marker_in
+from harness.common.secret_shapes import marker_in, masked, unmasked, withheld_values
 from harness.common.words import count
 from harness.sandbox import ToolError
-from harness.sandbox.documents import LINE_BREAK, decode, decode_for_edit, keep_final_newline, split_lines
+from harness.sandbox.documents import (
+    LINE_BREAK,
+    EditRefused,
+    decode,
+    decode_for_edit,
+    keep_final_newline,
+    split_lines,
+)
 from harness.sandbox.edits import (
     check_python_edit,
     describe_change,
@@ -104,15 +113,34 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
     check_withheld(old, new, document.text, path)
-    shown = ws.redact(document.text)  # as read_file showed it: values shaped like credentials withheld
-    if shown != document.text:  # old_str must match what the model saw, or tries would find a value a piece at a time
-        (replace_every if replace_all else replace_once)(shown, old, new, path)
-    if replace_all:
-        asked, places = replace_every(document.text, old, new, path)
-        rule, first = "exact match", places[0]
-    else:
-        asked, rule, first, last = replace_once(document.text, old, new, path)
+    # old_str is matched in the file as the model saw it, never inside a value shaped like a credential (whether
+    # it matched there, or matched "2 places", would tell the value a piece at a time): each of their characters
+    # stands as `fill` meanwhile, and is put back after.
+    withheld: list[tuple[str, str]] = []
+    fill = unused_character(document.text + old + new)
+    source = masked(document.text, fill, withheld) if fill else document.text
+    if not fill and withheld_values(document.text):
+        raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
+                        "stand for the values it withholds from you; ask the user to make this edit.")
+    try:
+        if replace_all:
+            asked, places = replace_every(source, old, new, path)
+            rule, first = "exact match", places[0]
+        else:
+            asked, rule, first, last = replace_once(source, old, new, path)
+    except (ToolError, EditRefused):
+        if not withheld:
+            raise
+        # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
+        (replace_every if replace_all else replace_once)(ws.redact(document.text), old, new, path)
+        raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
+                        "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
+                        "around it, with no part of the marker in old_str, or ask the user to change it.") from None
+    if withheld:
+        asked = unmasked(asked, document.text, source, fill)
     text = keep_final_newline(document.text, asked)
+    if withheld:
+        check_revealed(withheld, text, path)
     data = document.encode(text)
     if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
@@ -137,6 +165,27 @@ def check_withheld(old: str, new: str, text: str, path: str) -> None:
                             f"looks like a credential); {path} " + ("holds the value itself, so old_str is not in "
                             "it" if name == "old_str" else "would get those words in place of a value") + ". Make "
                             "the edit around that line, with the value left out, or ask the user to change it.")
+
+
+def check_revealed(withheld: list[tuple[str, str]], after: str, path: str) -> None:
+    """Refuse an edit after which a value withheld from the file's view would show in it: text joined to it
+    (`echo xsk-…`, `AKIA…x`), a name changed beside it (`"tokne": "…"`) or a URL broken before it takes away the
+    shape that withheld it. Every such trick comes to one test, whatever the shape: each value withheld before
+    the edit is withheld after it as often. Text that only spells a value out anew (new_str's "hunter" before
+    the file's "2") withholds nothing fewer, so what an edit is told never says whether a guess was right."""
+    after_values = Counter(value for _, value in withheld_values(after))  # `withheld`: the file's, before
+    for kind, value in withheld:
+        if not after_values[value]:
+            raise ToolError(f"After this edit, {path} would show a value plainagent withheld from you ({kind}): "
+                            "the text you changed beside it is what marks it as one. Leave that text as it is, or "
+                            "ask the user to make this edit.")
+        after_values[value] -= 1
+
+
+def unused_character(text: str) -> str:
+    """A character neither the file nor the edit holds, to stand for a withheld value's characters while old_str
+    is matched: NUL, or one of Unicode's noncharacters, which no text means; "" if it holds them all."""
+    return next((fill for fill in ["\0", *map(chr, range(0xFDD0, 0xFDF0))] if fill not in text), "")
 
 
 def create_file(ws: Workspace, full: Path, path: str, content: str, exists: bool) -> str:
