@@ -112,35 +112,8 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     if ws.leaks(document.text):  # whether an old_str matched would tell the model the key a piece at a time
         raise ToolError(f"{path} holds the API key plainagent runs with (shown as {REDACTED}), so edit_file "
                         "does not change it. Ask the user to make this edit.")
-    check_withheld(old, new, document.text, path)
-    # old_str is matched in the file as the model saw it, never inside a value shaped like a credential (whether
-    # it matched there, or matched "2 places", would tell the value a piece at a time): each of their characters
-    # stands as `fill` meanwhile, and is put back after.
-    withheld: list[tuple[str, str]] = []
-    fill = unused_character(document.text + old + new)
-    source = masked(document.text, fill, withheld) if fill else document.text
-    if not fill and withheld_values(document.text):
-        raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
-                        "stand for the values it withholds from you; ask the user to make this edit.")
-    try:
-        if replace_all:
-            asked, places = replace_every(source, old, new, path)
-            rule, first = "exact match", places[0]
-        else:
-            asked, rule, first, last = replace_once(source, old, new, path)
-    except (ToolError, EditRefused):
-        if not withheld:
-            raise
-        # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
-        (replace_every if replace_all else replace_once)(ws.redact(document.text), old, new, path)
-        raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
-                        "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
-                        "around it, with no part of the marker in old_str, or ask the user to change it.") from None
-    if withheld:
-        asked = unmasked(asked, document.text, source, fill)
+    asked, rule, first, last, places = replace_unseen(ws, document.text, old, new, path, replace_all)
     text = keep_final_newline(document.text, asked)
-    if withheld:
-        check_revealed(withheld, text, path)
     data = document.encode(text)
     if data == document.raw:  # a whitespace rule matched, and new_str is what the file already holds there
         raise ToolError(f"old_str matched line {first} of {path} ({rule}), and new_str is what is already "
@@ -153,6 +126,40 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     change = (describe_every(document.text, asked, text, places) if replace_all
               else describe_change(document.text, asked, text, first, last, rule))
     return f"Edited {shown}{change}{warning}"
+
+
+def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
+                   replace_all: bool) -> tuple[str, str, int, int | None, list[int]]:
+    """edits.py's replace_once or replace_every (the text after, the rule that matched, the first and last line,
+    the places), where the model saw values withheld (secret_shapes.py): old_str is matched in the file as the
+    model saw it, never inside such a value (whether it matched there, or matched "2 places", would tell the
+    value a piece at a time): each of their characters stands as `fill` meanwhile, and is put back after; and
+    the edit must leave every value as withheld as it was."""
+    check_withheld(old, new, text, path)
+    withheld: list[tuple[str, str]] = []
+    fill = unused_character(text + old + new)
+    source = masked(text, fill, withheld) if fill else text
+    if not fill and withheld_values(text):
+        raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
+                        "stand for the values it withholds from you; ask the user to make this edit.")
+    try:
+        if replace_all:
+            asked, places = replace_every(source, old, new, path)
+            rule, first, last = "exact match", places[0], None
+        else:
+            (asked, rule, first, last), places = replace_once(source, old, new, path), []
+    except (ToolError, EditRefused):
+        if not withheld:
+            raise
+        # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
+        (replace_every if replace_all else replace_once)(ws.redact(text), old, new, path)
+        raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
+                        "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
+                        "around it, with no part of the marker in old_str, or ask the user to change it.") from None
+    if withheld:
+        asked = unmasked(asked, text, source, fill)
+        check_revealed(withheld, keep_final_newline(text, asked), path)
+    return asked, rule, first, last, places
 
 
 def check_withheld(old: str, new: str, text: str, path: str) -> None:
