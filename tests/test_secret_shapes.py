@@ -451,3 +451,17 @@ def test_a_file_holding_every_masking_character_is_edited_unless_it_holds_withhe
     assert run(ws, "edit_file", path="odd.txt", old_str="a\n", new_str="b\n").ok
     assert run(ws, "edit_file", path="odd_key.txt", old_str="a\n", new_str="b\n").output.startswith(
         "odd_key.txt holds NUL and all of Unicode's noncharacters, one of which edit_file needs")
+
+
+def test_the_lines_an_edit_result_shows_are_cut_from_the_withheld_view(tmp_path):
+    """Round three: an edit matched by ignoring trailing whitespace shows the lines around it, and they were cut
+    from the real file: a key's last lines and its END line, out of reach of the BEGIN line that gives the shape."""
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "".join("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n"
+                                                            for _ in range(6)) + "-----END OPENSSH PRIVATE KEY-----\n"
+    (tmp_path / "deploy.yaml").write_text("key: |\n" + key + "host: example.org   \nuser: deploy\n")
+    ws = Workspace(tmp_path)
+    result = run_tool(ws, "edit_file", {"path": "deploy.yaml", "old_str": "host: example.org\nuser: deploy",
+                                        "new_str": "host: example.net\nuser: deploy"})
+    assert result.ok and "(ignoring trailing whitespace)" in result.output
+    assert "b3BlbnNz" not in result.output and "END OPENSSH" not in result.output
+    assert "[secret withheld: private key]" in result.output

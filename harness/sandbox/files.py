@@ -123,8 +123,10 @@ def change_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_al
     why = acts_later(ws, full, text, as_named(ws, path), info.st_nlink)  # asked in every mode when it is not ""
     ws.approve("edit", f"edit {shown}", unified_diff(document.text, text, ws.relative(full)), why)
     ws.write(full, data, before=document.raw)  # only if the file still holds document.raw, after the answer
+    # Lines the result may show are cut from the file as read_file shows it, withheld values and all: a key's
+    # last lines alone have no shape left to withhold.
     change = (describe_every(document.text, asked, text, places) if replace_all
-              else describe_change(document.text, asked, text, first, last, rule))
+              else describe_change(document.text, asked, ws.redact(text), first, last, rule))
     return f"Edited {shown}{change}{warning}"
 
 
