@@ -239,6 +239,8 @@ def test_the_key_is_not_in_the_config_repr(tmp_path):
     (["-p", "x", "-m", "m", "--base-url", "http://127.0.0.2\\@api.openai.com/v1"], "holds '\\\\', which no URL has"),
     (["-p", "x", "-m", "m", "--base-url", "http://api.open\u0430i.com/v1"], "write its host in ASCII, as DNS has it "
                                                                              "(api.xn--openi-7ve.com)"),
+    # urllib3 refuses this host outright: one line, never a traceback (which printed the URL's password)
+    (["-p", "x", "-m", "m", "--base-url", "http://admin:S3cret@\uff41\uff50\uff49.example/v1"], "write its host in ASCII"),
 ])
 def test_config_errors_exit_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2

@@ -3,12 +3,15 @@
 ask these two functions: test_agent.py and test_client.py test what they do with the answers."""
 
 import pytest
+import requests
+import urllib3
 
 from harness.cli import config
 from harness.cli.args import parse_args
 from harness.common import hosts
-from harness.common.hosts import is_local, is_loopback
+from harness.common.hosts import host_of, is_local, is_loopback
 from harness.model import client
+from harness.model.replies import describe_connection_error
 
 LOOPBACK = ["http://localhost:11434/v1", "http://LOCALHOST./v1", "http://127.0.0.1:8000/v1", "http://127.1.2.3/v1",
             "http://[::1]:1234/v1"]
@@ -55,3 +58,19 @@ def test_a_config_error_does_not_print_the_password_in_the_base_url(tmp_path):
         config.load_config(parse_args([]), {"OPENAI_BASE_URL": "ftp://me:hunter2pass@proxy.example.com/v1",
                                             "OPENAI_MODEL": "m"}, tmp_path, tmp_path)
     assert "hunter2pass" not in str(raised.value) and "ftp://[REDACTED]@proxy.example.com/v1" in str(raised.value)
+
+
+@pytest.mark.parametrize("url, host", [
+    ("http://[REDACTED]@exa_mple.com/v1/chat/completions", "exa_mple.com"),  # a URL as shown: a user's error line
+    ("http://u:p@LocalHost.:8080/v1", "localhost"), ("http://[::1]:8080/v1", "::1"), ("http://[nope]/v1", ""),
+])
+def test_the_host_of_a_url_as_shown_too(url, host):
+    assert host_of(url) == host
+
+
+def test_a_host_not_found_behind_a_user_and_password_is_one_line():
+    """A round-three tester: an internal error, as urlsplit took the shown "[REDACTED]" for an IPv6 address."""
+    error = requests.ConnectionError(urllib3.exceptions.NameResolutionError("exa_mple.com", None, OSError("x")))
+    assert describe_connection_error(error, "http://[REDACTED]@exa_mple.com/v1/chat/completions") == (
+        "Could not connect to http://[REDACTED]@exa_mple.com/v1/chat/completions: the host name exa_mple.com was not "
+        "found; check OPENAI_BASE_URL.")

@@ -322,10 +322,14 @@ def url_problem(base_url: str) -> None:
         raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} is not an http(s) URL with a host, {example}.")
     # What is said about the host (the start line, a project's .env question) is read with urllib's parser; what
     # requests connects to, with urllib3's: a URL they read apart ("http://a\\@b/") would go where nobody was told.
+    try:
+        host = (urllib3.util.parse_url(base_url).host or "").strip("[]").lower()
+    except ValueError:  # urllib3's LocationParseError: a host IDNA refuses (fullwidth letters, say)
+        host = None
     if not url.hostname.isascii():  # what it looks like and what it resolves to differ: say the one it is
-        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r}: write its host in ASCII, as DNS has it "
-                          f"({urllib3.util.parse_url(base_url).host}), {example}.")
-    if (urllib3.util.parse_url(base_url).host or "").strip("[]").lower() != url.hostname:
+        raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r}: write its host in ASCII, as DNS has it"
+                          f"{f' ({host})' if host else ''}, {example}.")
+    if host != url.hostname:
         raise ConfigError(f"OPENAI_BASE_URL {shown_url(base_url)!r} names its host ambiguously, {example}.")
 
 

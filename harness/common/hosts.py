@@ -31,8 +31,14 @@ MIN_PIECE = 4  # a credential shorter than this is blanked in the URL only: else
 
 
 def host_of(url: str) -> str:
-    """The URL's host as the resolver reads it: "http://LocalHost.:8080/v1" -> "localhost"; "::1" for [::1]."""
-    return (urlsplit(url).hostname or "").lower().rstrip(".")
+    """The URL's host as the resolver reads it: "http://LocalHost.:8080/v1" -> "localhost"; "::1" for [::1]; ""
+    for none. A URL as shown (its user and password "[REDACTED]", which urlsplit takes for an address) too."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    try:
+        return (urlsplit(scheme + sep + netloc.rpartition("@")[2] + slash + path).hostname or "").lower().rstrip(".")
+    except ValueError:  # a bracketed host that is no address
+        return ""
 
 
 def is_loopback(url: str) -> bool:

@@ -11,11 +11,11 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
+from harness.common.hosts import host_of
 from prompt import JSON_TYPES  # how a JSON value is named, for the user as for the model
 
 # Words in a 429's error code/type that mean "out of money", not "too fast": waiting will not help.
@@ -334,8 +334,7 @@ def describe_connection_error(error: Exception, url: str) -> str:
     if is_broken_connection(error):
         return f"The connection to {url} broke before the whole response arrived. Try again."
     if any(isinstance(link, urllib3.exceptions.NameResolutionError) for link in chain):
-        host = urlsplit(url).hostname
-        return f"Could not connect to {url}: the host name {host} was not found; check OPENAI_BASE_URL."
+        return f"Could not connect to {url}: the host name {host_of(url)} was not found; check OPENAI_BASE_URL."
     if any(isinstance(link, requests.exceptions.SSLError) for link in chain):
         return f"Could not make a secure connection to {url}: {one_line(str(chain[-1]))}"
     return f"Could not connect to {url}: is the server running and OPENAI_BASE_URL right?"
