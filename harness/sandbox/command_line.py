@@ -10,7 +10,7 @@ Every word may name a program that runs (`calls`), unless the command only print
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import itertools
 import os
 import posixpath
@@ -32,6 +32,16 @@ ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)=(.*)", re.DOTALL)
 KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"}
 PRINTS_ITS_WORDS = {"echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "ack"}
 MAX_DEPTH = 4  # command lines inside command lines; deeper than this is not a mistake
+# What reading one line may cost: simple commands, brace groups expanded in a word, folders a glob looks in. A line
+# past them (20,000 `cd a;`, nested brace substitutions, `/*/*/*/*/*/*/*/x` over the whole disk) is no mistake either,
+# and held the question back for minutes: it is refused as too complex to check (guard.py), in every mode.
+MAX_COMMANDS = 2_000
+MAX_BRACE_GROUPS = 6  # 2**6 = 64 words: as many as a word expands to
+MAX_GLOB_FOLDERS = 2_000
+
+
+class TooComplex(Exception):
+    """The line is past what reading it may cost (MAX_COMMANDS, MAX_GLOB_FOLDERS)."""
 
 
 class Word(str):
@@ -73,6 +83,8 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
         if not match[1] or re.match("[<>]|&>", match[1]):  # a word, a blank, a comment; a redirection goes on
             continue
         if words:
+            if len(line) >= MAX_COMMANDS:
+                raise TooComplex(f"more than {MAX_COMMANDS:,} simple commands")
             command = Command(words, cwd, variables, text, piped)
             command.calls = calls(command)
             line.append(command)
@@ -89,7 +101,7 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
                 word for word in words if not prints and re.search(r"[\s;&|<>()]", word)]
             if prints and command.calls[0][0] in ("echo", "printf") and (depth or match[1] in ("|", "|&")):
                 nested.append(" ".join(words[1:]))  # what it prints may be run: echo "sudo id" | sh, "$(printf ...)"
-            for text_inside in nested if depth < MAX_DEPTH else []:
+            for text_inside in dict.fromkeys(nested) if depth < MAX_DEPTH else []:  # a brace's copies read once
                 read(text_inside, command.cwd, variables, line, depth + 1)
             words = []
         piped = match[1] in ("|", "|&") or match[1] == "(" and piped
@@ -104,11 +116,11 @@ def unquote(quoted: re.Match) -> str:
     return re.sub(r'\\([$`"\\])', r"\1", double) if double is not None else single or escaped or ""
 
 
-def braces(word: str) -> list[str]:
-    """"{a,b}c" -> ["ac", "bc"], the words brace expansion makes (at most 64)."""
-    match = BRACES.search(word)
+def braces(word: str, depth: int = 0) -> list[str]:
+    """"{a,b}c" -> ["ac", "bc"], the words brace expansion makes (at most 64, from the first MAX_BRACE_GROUPS)."""
+    match = BRACES.search(word) if depth < MAX_BRACE_GROUPS else None
     return list(itertools.islice((expanded for part in match[1].split(",") for expanded in braces(
-        word[:match.start()] + part + word[match.end():])), 64)) if match else [word]
+        word[:match.start()] + part + word[match.end():], depth + 1)), 64)) if match else [word]
 
 
 def calls(command: Command) -> list[tuple[str, int]]:
@@ -121,10 +133,39 @@ def calls(command: Command) -> list[tuple[str, int]]:
     end = start + 1 if start < len(words) and words[start].rsplit("/", 1)[-1] in PRINTS_ITS_WORDS else len(words)
     for at in [at for at in range(start, end) if words[at] != "." or at == start]:
         for value in {expand(part, command) for part in (words[at], words[at].split("=", 1)[-1])} - {None}:
-            paths = list(itertools.islice(glob.iglob(value, root_dir=command.cwd), 50)) if GLOB.search(value) else []
+            paths = bounded_glob(value, command.cwd) if GLOB.search(value) else []
             for path in paths or [value]:
                 found.setdefault(path.rsplit("/", 1)[-1], at)
     return list(found.items())
+
+
+def bounded_glob(pattern: str, cwd: str | None, limit: int = 50) -> list[str]:
+    """The first `limit` paths a glob matches, as the shell would list them, looking in at most MAX_GLOB_FOLDERS
+    folders (TooComplex past them: glob.iglob would walk the whole disk for `/*/*/*/*/*/*/*/x`)."""
+    parts = pattern.split("/")
+    found, folders, n_looked = [], [("/" if pattern.startswith("/") else "", parts[1:] if not parts[0] else parts)], 0
+    while folders and len(found) < limit:
+        prefix, rest = folders.pop(0)
+        part, rest = rest[0], rest[1:]
+        if not GLOB.search(part):
+            names = [part]
+        else:
+            n_looked += 1
+            if n_looked > MAX_GLOB_FOLDERS:
+                raise TooComplex(f"a pattern that looks in more than {MAX_GLOB_FOLDERS:,} folders")
+            try:
+                names = sorted(name for name in os.listdir(os.path.join(cwd or ".", prefix or "."))
+                               if fnmatch.fnmatchcase(name, part) and (part.startswith(".") or name[0] != "."))
+            except OSError:  # no such folder, or one we may not read
+                continue
+        for name in names:
+            path = prefix + name
+            if not rest:
+                if os.path.lexists(os.path.join(cwd or ".", path)):
+                    found.append(path)
+            elif part == "" or os.path.isdir(os.path.join(cwd or ".", path)):
+                folders.append((path + "/", rest))
+    return found[:limit]
 
 
 def path_of(word: str, command: Command) -> str | None:

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.sandbox.command_line import GLOB, Command, path_of, read
+from harness.sandbox.command_line import GLOB, Command, TooComplex, path_of, read
 
 # A shell function that runs itself (`:(){ :|:& };:`, `f(){ f & f; }; f`, `function f { f|f& }`). A name starts
 # only where a word does, and is taken whole (possessive): tried from inside a long word, one of 20,000 letters
@@ -151,7 +151,11 @@ def refusal(rule: Rule) -> str:
 
 def denied_by(command: str, rules: list[Rule], cwd: str | None = None) -> Rule | None:
     """The first rule the command line matches, or None. `cwd`: where it runs (the workspace root)."""
-    line = read(command, cwd or os.getcwd(), {"PWD": cwd or os.getcwd()}, [])
+    try:
+        line = read(command, cwd or os.getcwd(), {"PWD": cwd or os.getcwd()}, [])
+    except TooComplex as why:
+        return Rule(f"a command line too complex to check ({why}): split it into smaller commands, or write a long "
+                    "text with edit_file", lambda command: True)
     downloads = [c for c in line if any(program in DOWNLOADERS for program, _ in c.calls)]
     saved = {posixpath.basename(word) for download in downloads for word in download.words}  # curl -o x.sh, > x.sh
     for c in line if downloads else []:
