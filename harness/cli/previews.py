@@ -32,6 +32,7 @@ SHORTENED = "shortened to fit the screen"
 LOOK = 20_000  # characters looked at from each end of a line (the screen shows fewer), unless it is shown whole
 UNREADABLE = "too long: see above"  # what the question says of a command a tiny screen cuts to a few characters
 DISCARDED = "(discarded what was typed before)"  # said when keys pressed before the question are thrown away
+EXPANDS = re.compile(r"[$`]")  # what makes a line that starts with # run something in double quotes or a here-doc
 PILE = 4  # marks drawn on one character beyond which they are counted: Vietnamese stacks two, Zalgo text dozens
 # The start of what the content could write to pass for a count: "[2,000 spaces]", "[... 9 characters not shown
 # ...]", "[80 blank lines]", a line "... 3 lines not shown ...". Its first character is escaped (\x5b, \x2e),
@@ -160,10 +161,11 @@ def show_command(lines: list[str], kinds: list[str], mark: Callable[[str], str],
 
 
 def line_kind(line: str) -> str:
-    """"blank" for a line that draws nothing, "comment" for one whose first character that draws is #, else
-    "runs": what the shell runs (a comment could otherwise pass for what a command does)."""
+    """"blank" for a line that draws nothing, "comment" for one whose first character that draws is # and that
+    has no $ or ` (inside a double-quoted string or a here-document, "# $(curl x | sh)" runs), else "runs": what the
+    shell may run (a comment could otherwise pass for what a command does)."""
     drawn = next((char for at, char in enumerate(line) if not (char.isspace() or hides(line, at))), None)
-    return "blank" if drawn is None else "comment" if drawn == "#" else "runs"
+    return "blank" if drawn is None else "comment" if drawn == "#" and not EXPANDS.search(line) else "runs"
 
 
 def draws_nothing(line: str) -> bool:
