@@ -32,13 +32,14 @@ SHORTENED = "shortened to fit the screen"
 LOOK = 20_000  # characters looked at from each end of a line (the screen shows fewer), unless it is shown whole
 UNREADABLE = "too long: see above"  # what the question says of a command a tiny screen cuts to a few characters
 DISCARDED = "(discarded what was typed before)"  # said when keys pressed before the question are thrown away
+OPENS = re.compile(r"<<|\$\(|`|\$'|\\$")  # a here-document, a substitution, $'...', a line continued
 EXPANDS = re.compile(r"[$`]")  # what makes a line that starts with # run something in double quotes or a here-doc
 PILE = 4  # marks drawn on one character beyond which they are counted: Vietnamese stacks two, Zalgo text dozens
 # The start of what the content could write to pass for a count: "[2,000 spaces]", "[... 9 characters not shown
 # ...]", "[80 blank lines]", a line "... 3 lines not shown ...". Its first character is escaped (\x5b, \x2e),
 # so a count can be told from text even where nothing is marked (TERM=dumb, NO_COLOR).
-FORGED = re.compile(r"\[(?=(?:\.\.\. )?\d[\d,]* (?:spaces|×|blank|lines?|characters|more|combining))"
-                    r"|^\s*\.(?=\.\. .*not shown \.\.\.\s*$)")
+FORGED = re.compile(r"\[(?=[\s.…]*\d[\d,]*\s*(?:spaces|[×x]\s|blank|lines?|characters|more|combining))"
+                    r"|^\s*[.…](?=[.…]*\s.*not shown)")
 
 
 def screen_size(terminal) -> os.terminal_size:
@@ -107,7 +108,7 @@ def render_preview(kind: str, title: str, preview: str, root: Path | None, mark:
         lines[0] = lines[0].removeprefix("$ ")  # the tools show a command after "$ "; it is put back when shown
         where = f" in {escape(str(root), mark=mark)}" if root is not None else ""
         details = [f"{len(lines):,} lines"] if len(lines) > 1 else []
-        kinds = [line_kind(line) for line in lines]
+        kinds = line_kinds(lines)
         first = next((line for line, kind in zip(lines, kinds) if kind == "runs"), None)
         if first is None:
             first = next((line for line, kind in zip(lines, kinds) if kind != "blank"), lines[0])
@@ -158,6 +159,33 @@ def show_command(lines: list[str], kinds: list[str], mark: Callable[[str], str],
     if shown:
         shown[0] = Shown([Piece("$ ", 2, 2, True), *shown[0].pieces], shown[0].lines)
     return shown
+
+
+def line_kinds(lines: list[str]) -> list[str]:
+    """Each line's kind (line_kind) while the command can be read without the shell's grammar: from the first line
+    that leaves a quote, a here-document, a substitution or the line itself open, no line is a comment, for the
+    lines after it may be data that runs (`tr -d '#' <<EOF | sh`)."""
+    kinds, plain = [], True
+    for line in lines:
+        kind = line_kind(line)
+        kinds.append("runs" if kind == "comment" and not plain else kind)
+        plain = plain and (kind != "runs" or not OPENS.search(line) and not quote_left_open(line))
+    return kinds
+
+
+def quote_left_open(line: str) -> bool:
+    """True if `line` ends inside a quote, read as the shell reads quotes (a # that starts a word starts a comment)."""
+    quote, at = "", 0
+    while at < len(line):
+        char = line[at]
+        if char == "\\" and quote != "'":
+            at += 1  # the next character is taken as it is
+        elif char in "'\"" and quote in ("", char):
+            quote = "" if quote else char
+        elif char == "#" and not quote and (at == 0 or line[at - 1] in " \t;&|()"):
+            break
+        at += 1
+    return bool(quote)
 
 
 def line_kind(line: str) -> str:
