@@ -60,7 +60,7 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     `kind`, `title` and `preview` are what the tools pass to their confirm callback: ("edit", "edit app.py",
     unified diff), ("edit", "create notes.md", the new content), ("command", "run this command", "$ ls") or
     ("fetch", "fetch from HOST", the URL). What does not fit is left out from the middle and counted, and the
-    question offers [v]iew: `whole` shows everything (only runs of blank lines still counted).
+    question offers [v]iew: `whole` shows everything (only runs and piles still counted).
     An edit that acts later (`why`, later.py) says why it is asked, next to the question, and offers no [a]lways.
     """
     columns, rows = screen or SCREEN
@@ -112,11 +112,12 @@ def render_preview(kind: str, title: str, preview: str, root: Path | None, mark:
         first = next((line for line, kind in zip(lines, kinds) if kind == "runs"), None)
         if first is None:
             first = next((line for line, kind in zip(lines, kinds) if kind != "blank"), lines[0])
-        choices = [(show_command(lines, kinds, mark, look), [])]
+        shown_lines: dict[int, list[Piece]] = {}  # each line rendered once, whichever way it is shown
+        choices = [(show_command(lines, kinds, mark, look, shown_lines), [])]
         comments = kinds.count("comment")
         if comments and "runs" in kinds:  # comments are what a preview too tall leaves out first
-            choices += [(show_command(lines, kinds, mark, look, "count"), []),
-                        (show_command(lines, kinds, mark, look, "leave out"),
+            choices += [(show_command(lines, kinds, mark, look, shown_lines, "count"), []),
+                        (show_command(lines, kinds, mark, look, shown_lines, "leave out"),
                          [f"{count(comments, 'line')} of comments not shown"])]
         several = f", {len(lines):,} lines" if len(lines) > 1 else ""
         frame = f"Allow this command ({{}}{several})? {{}}: "
@@ -141,12 +142,13 @@ def upper_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def show_command(lines: list[str], kinds: list[str], mark: Callable[[str], str], look: float = math.inf,
-                 comments: str = "show") -> list[Shown]:
+def show_command(lines: list[str], kinds: list[str], mark: Callable[[str], str], look: float,
+                 done: dict[int, list[Piece]], comments: str = "show") -> list[Shown]:
     """A command's lines (their kinds: line_kind) as shown for approval, after "$ ": every character visible, and
     BLANK_RUN or more lines in a row that draw nothing (empty, spaces of any width, tabs, invisible characters) one
     line saying how many there were: else they could scroll what runs out of sight. Lines of comments are shown,
-    or (`comments`) two or more in a row counted on a line of their own, or left out, so what runs is seen first."""
+    or (`comments`) two or more in a row counted on a line of their own, or left out, so what runs is seen first.
+    `done` holds the lines already rendered, by number."""
     shown: list[Shown] = []
     for start, end in line_runs(kinds):
         run, kind = lines[start:end], kinds[start]
@@ -155,7 +157,10 @@ def show_command(lines: list[str], kinds: list[str], mark: Callable[[str], str],
         if kind == "blank" and len(run) >= BLANK_RUN or kind == "comment" and comments == "count" and len(run) > 1:
             shown.append(counted(run, mark, what="lines of comments" if kind == "comment" else ""))
         else:
-            shown += [Shown(show_line(line, mark, look=look)) for line in run]
+            for at in range(start, end):
+                if at not in done:
+                    done[at] = show_line(lines[at], mark, look=look)
+                shown.append(Shown(done[at]))
     if shown:
         shown[0] = Shown([Piece("$ ", 2, 2, True), *shown[0].pieces], shown[0].lines)
     return shown
