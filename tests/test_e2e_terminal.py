@@ -113,7 +113,7 @@ def test_a_key_typed_while_the_model_works_does_not_answer_the_question(install,
         screen.expect("y\n")  # the terminal's echo: the line is in its input queue, waiting to be read
         model_done.set()
         question = screen.expect("[a]lways: ")
-        assert question.endswith("Create notes.md (1 line):\nhello\n\n(discarded what was typed before this question)"
+        assert question.endswith("Create notes.md (1 line):\nhello\n\n(discarded what was typed before)"
                                  "\nAllow create notes.md? [y]es / [n]o (or type a reason) / [a]lways: ")
         screen.type("n\n")
         screen.expect("Not created.")

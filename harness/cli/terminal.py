@@ -98,7 +98,7 @@ class TerminalConfirm:
                                                               screen=screen)
             terminal.write(preview_text)
             if terminal.discard_typed_ahead():  # once the preview is shown, and before the question is
-                terminal.write("(discarded what was typed before this question)\n")
+                terminal.write(previews.DISCARDED + "\n")
             terminal.write(question)
             answer = terminal.read_answer() or ""
             while True:  # until an answer that decides: "v" and "?" show more, words that start no command
