@@ -465,3 +465,30 @@ def test_the_lines_an_edit_result_shows_are_cut_from_the_withheld_view(tmp_path)
     assert result.ok and "(ignoring trailing whitespace)" in result.output
     assert "b3BlbnNz" not in result.output and "END OPENSSH" not in result.output
     assert "[secret withheld: private key]" in result.output
+
+
+# --- round four: a tester's findings ---
+
+
+def cut(data: str, limit: int) -> str:
+    """`data` as run_command shows it when kept as a head and a tail of `limit // 2` bytes each."""
+    output = HeadAndTail(limit)
+    output.read_all(io.BytesIO(data.encode()))
+    return output.text(lambda text, **cut: withhold(text, **cut))
+
+
+def test_a_command_output_cut_through_a_long_token_shows_none_of_its_rest():
+    """A JWT of 1,500 characters (a token with roles in it), the tail starting 1,200 before its end: the check
+    of a tail's first word went 1,000 characters, and the rest, signature and all, showed."""
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJ" + "yb2xlcyI6WyJhZG1pbiJd" * 60 + ".Sx9" + "aB3dE6gH9jKq" * 20
+    tail = cut("x" * 5000 + "\nAuthorization: Bearer " + jwt + "\n" + "y" * 700 + "\n", 4000).split("...]\n")[1]
+    assert tail == "[secret withheld: the end of a token cut short]\n" + "y" * 700 + "\n"
+
+
+def test_a_command_output_cut_through_a_one_line_private_key_shows_none_of_its_rest():
+    """A service account's JSON: the key on one line, its line breaks `\\n`; the tail starts in its body."""
+    body = "\\n".join("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" for _ in range(20))
+    line = json.dumps({"private_key": "-----BEGIN PRIVATE KEY-----\n" + body.replace("\\n", "\n")
+                       + "\n-----END PRIVATE KEY-----\n", "client_email": "a@b.iam"})
+    tail = cut("x" * 5000 + "\n" + line + "\n", 1000).split("...]\n")[1]
+    assert tail == '[secret withheld: the end of a token cut short]\\n", "client_email": "a@b.iam"}\n'

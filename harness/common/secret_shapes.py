@@ -114,11 +114,11 @@ CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
                            r"""|://[^\s:/@'"]{1,100}+:)(?P<value>[^"'\s,;<>(){}\[\]=\\@]{1,2000}+)\Z""")
-# The end of a private key at the start of a tail, or its first word: the cut went through it, so it is a piece
-# of something, and one that looks random (`mixed`) may be a token's last characters; a thousand characters of
-# one word (a minified line, `aaa…aEND`) are not.
-CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
-                             r"|(?P<piece>[\w+/=.~-]{6,1000}+)(?![\w+/=.~-])")
+# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
+# first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
+# a token's last characters, however long (a JWT carrying roles runs to thousands).
+CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
+                             r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
