@@ -492,3 +492,27 @@ def test_a_command_output_cut_through_a_one_line_private_key_shows_none_of_its_r
                        + "\n-----END PRIVATE KEY-----\n", "client_email": "a@b.iam"})
     tail = cut("x" * 5000 + "\n" + line + "\n", 1000).split("...]\n")[1]
     assert tail == '[secret withheld: the end of a token cut short]\\n", "client_email": "a@b.iam"}\n'
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("-----begin private key-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n-----end private key-----\nnext",
+     "[secret withheld: private key]\n" * 3 + "next"),
+    ('K = ("-----BEGIN PRIVATE KEY-----\\n" +\n     "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\\n" +\n     "9w0BAQEFAAS=\\n" +\n'
+     '     "-----END PRIVATE KEY-----")\nx = 1',
+     'K = ("' + "[secret withheld: private key]\n" * 3 + '[secret withheld: private key]")\nx = 1'),
+    ("# -----BEGIN PRIVATE KEY-----\n# MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcw\n# 9w0BAQEFAAS=\n# -----END PRIVATE KEY-----\n"
+     "# done", "# " + "[secret withheld: private key]\n" * 4 + "# done"),
+    ("// -----BEGIN EC PRIVATE KEY-----\n// MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5\n// 9w0BAQEFAAS\nint x;",
+     "// " + "[secret withheld: private key]\n" * 3 + "int x;"),
+])
+def test_private_keys_in_any_case_concatenated_or_commented_out_are_withheld(text, shown):
+    assert withhold(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "Your key file starts with -----BEGIN OPENSSH PRIVATE KEY-----\nand ends with the matching END line.\nThen run it",
+    'if pem.startswith("-----BEGIN RSA PRIVATE KEY-----"):\n    return load(pem)\n',
+    "BEGIN = '-----BEGIN PRIVATE KEY-----'\nEND = '-----END PRIVATE KEY-----'\nclass KeyLoader:\n    pass\n",
+])
+def test_a_begin_line_with_no_body_is_no_private_key(text):
+    assert withhold(text) == text

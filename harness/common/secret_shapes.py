@@ -38,10 +38,23 @@ MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an
 # blob holds one with its full length about once in tens of megabytes. A short or common one (`WORD_CHECKED`:
 # `sk-`, `hf_`, `SG.`) is not taken after a letter or a digit (`ask-…`, `mask_hf_…`), unless that character ends
 # an escape (`\n`, `\u0022`, `%3D`). A shape with a lookbehind of its own (`(?<=`) says itself what comes before it.
+# A private key's line break: a real one, or a `\n` escape (one-line JSON), and what wraps its lines in code: the
+# quotes and `+` of a string concatenation (`"MIIE…\n" +`), a comment's `#`, `//`, `;` or `*`.
+KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*[+,]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)?"""
+             r"""|["']?[ \t]*[+,\\]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)""")
+# A line of its body: all base64, blank, or a header (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,…`, PGP's).
+KEY_LINE = (r"""(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n"'\\]{0,200}+"""
+            r"""|[A-Za-z0-9+/=]++(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))|(?=\r?\n))""")
+KEY_END = r"-----(?i:END)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
 SHAPES = [
-    # to its end (base64, and the headers of an encrypted one: `DEK-Info: AES-128-CBC,…`), or to where it stops
-    ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[\w+/=\s\\,:.]|-(?!----))*+"
-                    r"-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*+)"),
+    # To its END line (base64, and the headers of an encrypted one between), or line by line as long as lines are
+    # all base64 (cut short, a string concatenation, commented out), if its first line is; a BEGIN line with no
+    # body (`pem.startswith("-----BEGIN RSA PRIVATE KEY-----")`, a document's example) is not a key.
+    ("private key", r"-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
+                    rf"(?:(?:[\w+/=\s\\,:.]|-(?!----))*+{KEY_END}"
+                    rf"|(?=(?:{KEY_BREAK}(?:(?:Proc-Type|DEK-Info):[^\r\n]*+)?){{1,4}}?[A-Za-z0-9+/]{{16}})"
+                    rf"(?:{KEY_BREAK}{KEY_LINE})*+"
+                    rf"(?:{KEY_BREAK}{KEY_END})?)"),
     ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("GitHub token", r"github_pat_\w{60,}"),
     ("GitLab token", r"gl(?:pat|ptt|dt|rt|cbt|ft|oas)-[\w-]{20,}"),
@@ -108,8 +121,8 @@ URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
                           r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
-CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)"
-                           r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[\s\S]*"
+                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
 # A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
@@ -117,7 +130,7 @@ CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[
 # The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
 # first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
 # a token's last characters, however long (a JWT carrying roles runs to thousands).
-CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
+CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
