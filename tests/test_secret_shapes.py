@@ -516,3 +516,11 @@ def test_private_keys_in_any_case_concatenated_or_commented_out_are_withheld(tex
 ])
 def test_a_begin_line_with_no_body_is_no_private_key(text):
     assert withhold(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "secret_key = settings.DJANGO_SECRET_KEY_2024", 'DEFAULT_AUTH = "django.contrib.auth.backends.ModelBackend2"',
+    "model_path = 'models/sk-proj-classifier-2024-final-v3'", "sk-learn-classifier-v2-2024-final-model = 1",
+])
+def test_dotted_names_and_hyphenated_words_are_no_secrets(text):
+    assert withhold(text) == text

@@ -59,7 +59,9 @@ SHAPES = [
     ("GitHub token", r"github_pat_\w{60,}"),
     ("GitLab token", r"gl(?:pat|ptt|dt|rt|cbt|ft|oas)-[\w-]{20,}"),
     ("Anthropic key", r"sk-ant-[\w-]{32,}"),
-    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z_-]{0,80}+\d)[A-Za-z0-9_-]{20,}"),  # OpenAI, DeepSeek
+    # OpenAI's, DeepSeek's: a digit, and a run of 16 letters and digits (`sk-learn-classifier-v2-…` is words)
+    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z_-]{0,80}+\d)(?=[\w-]{0,80}?[A-Za-z0-9]{16})"
+                r"[A-Za-z0-9_-]{20,}"),
     ("Stripe key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe webhook secret", r"whsec_[A-Za-z0-9]{24,}"),
@@ -132,15 +134,19 @@ CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[
 # a token's last characters, however long (a JWT carrying roles runs to thousands).
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
+# A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
+# `django.contrib.auth.backends.ModelBackend2`); its first part is lowercase letters, as a password's rarely is.
+DOTTED_NAME = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor
-    (`masked`) a value withheld already."""
+    (`SECRET_FILE=/run/secrets/db`), a URL or a dotted name (`settings.SECRET_KEY_2024`); not one letter
+    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
+            and not DOTTED_NAME.fullmatch(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value))
 
