@@ -3,6 +3,7 @@ or command they came from; ordinary code stays as it is; and an edit never write
 
 The tokens here are made up in the shapes real ones have; none was ever valid."""
 
+import base64
 import io
 import json
 import time
@@ -523,4 +524,55 @@ def test_a_begin_line_with_no_body_is_no_private_key(text):
     "model_path = 'models/sk-proj-classifier-2024-final-v3'", "sk-learn-classifier-v2-2024-final-model = 1",
 ])
 def test_dotted_names_and_hyphenated_words_are_no_secrets(text):
+    assert withhold(text) == text
+
+
+KUBE_KEY = base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0t\n"
+                            b"-----END RSA PRIVATE KEY-----\n").decode()
+KUBE_CERT = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBa\n"
+                             b"-----END CERTIFICATE-----\n").decode()
+PW = "Xy7Qp2Lm9Rt4Zk8WqB3n"
+NAMED_MARK = "[secret withheld: a value named as a secret]"
+URL_MARK = "[secret withheld: password in a URL]"
+FLAG_MARK = "[secret withheld: a password on a command line]"
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("AGE-SECRET-KEY-1QQPQTJ9A0NRWNPJ7Q5LCGAHQ6XKZ6ZZ8F0E3E3U2GN0L7A6H9S7QS5R6XY", "[secret withheld: age secret key]"),
+    ("Public-Lines: 1\nAAAAB3NzaC1yc2EAAAADAQABAAABAQC7\nPrivate-Lines: 2\nAAABAQCXgJ7VeNOTBQQ5h3hJyJ3LvhZ8Kq1ZL2Wc9V\n"
+     "AAAAgQDx7Q2\nPrivate-MAC: 3a1b2c3d4e5f60718293a4b5c6d7e8f9", "Public-Lines: 1\nAAAAB3NzaC1yc2EAAAADAQABAAABAQC7\n"
+     + "[secret withheld: PuTTY private key]\n" * 3 + "Private-MAC: 3a1b2c3d4e5f60718293a4b5c6d7e8f9"),
+    (f"    client-key-data: {KUBE_KEY}\n", "    client-key-data: [secret withheld: private key]\n"),
+    (f"https://maps.example.com/api?key={PW}&q=1", f"https://maps.example.com/api?key={NAMED_MARK}&q=1"),
+    (f"https://x.example/v1?q=1&api_key={PW}&page=2", f"https://x.example/v1?q=1&api_key={NAMED_MARK}&page=2"),
+    (f"https://x.example/v1?access_token={PW}", f"https://x.example/v1?access_token={NAMED_MARK}"),
+    ('{"password": "Xy7\\/Qp2Lm9Rt4Zk8WqB3n"}', f'{{"password": "{NAMED_MARK}"}}'),
+    ('"url": "postgres:\\/\\/app:Xy7Qp2Lm9@db\\/x"', f'"url": "postgres:\\/\\/app:{URL_MARK}@db\\/x"'),
+    ("postgres://app:Xy7{Qp2Lm9@db/x", f"postgres://app:{URL_MARK}@db/x"),
+    ("postgres://app:Xy7$Qp2Lm9@db/x", f"postgres://app:{URL_MARK}@db/x"),
+    ("postgres://app:Xy7*Qp2Lm9@db/x", f"postgres://app:{URL_MARK}@db/x"),
+    ("postgres://app:2024/abc@db/x", f"postgres://app:{URL_MARK}@db/x"),
+    ('REDIS_PASSWORD="Kp3(Zr8=Lm9;Qw2, x<>[]\\\\7:"', f'REDIS_PASSWORD="{NAMED_MARK}"'),
+    (f'password = "{PW[:10]} {PW[10:]}"', f'password = "{NAMED_MARK}"'),
+    ("DB_PASS=Xy7;Qp2Lm9(Rt4Zk8=WqB3n\nNEXT=1", f"DB_PASS={NAMED_MARK}\nNEXT=1"),
+    ("export DB_PASS=Xy7;Qp2Lm9,Rt4Zk8  \n", f"export DB_PASS={NAMED_MARK}  \n"),
+    ("  - password: Xy7:Qp2Lm9)Rt4[Zk8\n", f"  - password: {NAMED_MARK}\n"),
+    (f"<password>{PW}</password>", f"<password>{NAMED_MARK}</password>"),
+    (f"mysql -uroot -p{PW} app", f"mysql -uroot -p{FLAG_MARK} app"),
+    ("mysqldump -h db -phunter2 app", f"mysqldump -h db -p{FLAG_MARK} app"),
+    ("mysql --password hunter22 app", f"mysql --password {FLAG_MARK} app"),
+    ("pg --password=hunter22 app", f"pg --password={FLAG_MARK} app"),
+])
+def test_round_four_shapes_are_withheld(text, shown):
+    assert withhold(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    f"    client-certificate-data: {KUBE_CERT}\n", "https://host:8080/path@x", "see http://localhost:3000/users/@me",
+    'url = "http://user:${PASSWORD}@host/"', "postgres://user:$PGPASS@db", "postgres://user:****@db",
+    "token=get_token(user2)", 'PASSWORD_HELP = "Enter the password for user 2 here"', "mysql -u root -p app",
+    "docker login --password-stdin", "mysql --password $DB_PASSWORD", "--password PASSWORD", "--password <password>",
+    "https://x.example/search?key=value&q=1", "<password>${DB_PASSWORD}</password>",
+])
+def test_round_four_ordinary_text_is_left_as_it_is(text):
     assert withhold(text) == text

@@ -55,6 +55,9 @@ SHAPES = [
                     rf"|(?=(?:{KEY_BREAK}(?:(?:Proc-Type|DEK-Info):[^\r\n]*+)?){{1,4}}?[A-Za-z0-9+/]{{16}})"
                     rf"(?:{KEY_BREAK}{KEY_LINE})*+"
                     rf"(?:{KEY_BREAK}{KEY_END})?)"),
+    ("private key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}+={0,2}"),  # in base64 (kubeconfig's client-key-data)
+    ("PuTTY private key", r"Private-Lines:[ \t]*\d+(?:\r?\n[A-Za-z0-9+/=]++(?=\r?\n|\Z))++"),  # in a .ppk
+    ("age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{50,}"),
     ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("GitHub token", r"github_pat_\w{60,}"),
     ("GitLab token", r"gl(?:pat|ptt|dt|rt|cbt|ft|oas)-[\w-]{20,}"),
@@ -111,17 +114,36 @@ CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}
 SECRET_NAME = re.compile(r"(?:password|passwd|(?:^|[_.-])pass(?:phrase)?|secret|(?<!page)(?<!page[_-])token"
                          r"|(?:api|access|private|secret|account|client|auth|signing|encryption|master)[_-]?key"
                          r"|apikey|auth|authident|credentials?|authorization)$")
+# Quoted, a value runs to its quote, whatever it holds (`"Kp3(Zr8 x;…"`, JSON's `\/`); unquoted, to a delimiter
+# (`&`: a URL's query, `?access_token=…&q=1`), or to the end of its line where the name starts one (`LINE_NAMED`).
 NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
                    \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
-                   (?P<value> (?(quote) [^"'\s\\]{16,2000}+ | [^"'\s,;<>(){}\[\]=:\\]{16,2000}+=* ) )
-                   (?= [\\"'\s,;<>]|$)""")
+                   (?P<value> (?(quote) (?:[^"'\\\r\n]|\\(?!["'\r\n])){16,2000}+
+                                      | [^"'\s,;<>(){}\[\]=:\\&]{16,2000}+=* ) )
+                   (?(quote) (?=\\?(?P=quote)) | (?= [\\"'\s,;<>&]|$) )""")
+LINE_NAMED = re.compile(r"""(?P<name>[\w.-]{1,100})(?:=|:[ \t]+)(?P<value>[^\s"'`]{16,2000}+)(?=[ \t]*(?:\r?\n|\Z))""")
+LINE_START = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?")  # what may come before a name that owns its line
+CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a value
 # A password in a URL: postgres://user:pw@host, https://user:token@pypi.example/simple (pip.conf, .git/config).
 # It may hold a "/" (postgres://app:Xy7/Qp2@db) and an "@" that another follows before any "/" (a password
 # nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
-URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
-                          r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{1,100})):"
+                          r"(?P<value>(?:[^\s@'\"<>:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+# A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
+# `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
+WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
+# A password given on a command line: `--password Xy7…`, `--password=Xy7…`, `mysql -uroot -pXy7…`; and in an
+# XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
+FLAGGED = [
+    ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?P<value>[^\s'\"`;|&]{4,200}+)"),
+     "--password"),
+    ("a password on a command line", re.compile(r"(?:mysql|mariadb)[\w-]{0,6}+[ \t][^\n;|&]{0,200}?(?<=[ \t])-p"
+                                                r"(?P<value>[^\s'\"`;|&]{1,200}+)"), "-p"),
+    ("a value named as a secret", re.compile(r"<(?P<name>[\w.:-]{0,40}(?i:password|passwd|secret|token|api_?key))>"
+                                             r"(?P<value>[^<>\s]{8,2000}+)</(?P=name)>"), "</"),
+]
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
 CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[\s\S]*"
                            r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
@@ -144,11 +166,13 @@ ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstu
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
     (`SECRET_FILE=/run/secrets/db`), a URL or a dotted name (`settings.SECRET_KEY_2024`); not one letter
-    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already."""
+    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already; and if it holds
+    spaces, random in each of its words ("Enter the password for user 2" is a sentence)."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
             and not DOTTED_NAME.fullmatch(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
-            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value))
+            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
+            and (not any(c.isspace() for c in value) or all(mixed(word) for word in value.split())))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
@@ -163,13 +187,16 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     """
     found = [] if found is None else found
     for kind, shape in COMPILED:
-        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match)
+        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match) or is_no_key(match[0])
                          else marker(kind, match[0], found, fill), text)
     text = withhold_named(text, found, fill)
-    if "://" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"])
-                                or (fill is not None and fill in match["value"])
-                                else f"://{match['user']}:{marker('password in a URL', match['value'], found, fill)}",
+    for kind, flagged, word in FLAGGED:
+        if word in text:
+            text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
+                               text_around(match, marker(kind, match["value"], found, fill)), text)
+    if "://" in text or ":\\/\\/" in text:
+        text = URL_PASSWORD.sub(lambda match: match[0] if is_port(match) or is_placeholder(match["value"], fill)
+                                else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
@@ -185,9 +212,11 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
 
 def mixed(piece: str) -> bool:
     """Whether a piece of a word looks random, as a token's end does: letters and digits, or 8 characters or
-    more of both cases (a token's last 6 may have no digit; "eError" is a word's)."""
+    more of both cases (a token's last 6 may have no digit; "eError" is a word's); and, over 1,000 characters,
+    16 different ones or more (a JWT's payload and signature have 60; `aaa…aEND`, one long word printed, has 4)."""
     letters, digits = any(c.isalpha() for c in piece), any(c.isdigit() for c in piece)
-    return (letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece)
+    return (((letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece))
+            and (len(piece) <= 1000 or len(set(piece)) >= 16))
 
 
 def withheld_values(text: str) -> list[tuple[str, str]]:
@@ -234,13 +263,62 @@ def withhold_named(text: str, found: list[tuple[str, str]], fill: str | None) ->
         start = candidate.start()
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
-        match = NAMED.match(text, start)
-        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"], fill)
-                or start < done):
+        matches = [LINE_NAMED.match(text, start) if owns_line(text, start) else None, NAMED.match(text, start)]
+        match = next((match for match in matches if match and is_secret_name(text, start, match["name"])
+                      and looks_random(match["value"], fill) and not CALL.fullmatch(match["value"])), None)
+        if not match or start < done:
             continue
         pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found, fill)]
         done = match.end("value")
     return "".join(pieces) + text[done:]
+
+
+def text_around(match: re.Match, value: str) -> str:
+    """What a match found, with `value` in place of its group "value"."""
+    start = match.start()
+    return match[0][:match.start("value") - start] + value + match[0][match.end("value") - start:]
+
+
+def is_port(match: re.Match) -> bool:
+    """Whether what URL_PASSWORD found is a host's port and a path (`PORT_AND_PATH`), not a password."""
+    scheme_end = match.start()
+    return bool(PORT_AND_PATH.match(match["value"])) and (
+        "." in match["user"] or match["user"] == "localhost" or WEB_SCHEME.search(match.string, max(0, scheme_end - 5),
+                                                                                  scheme_end) is not None)
+
+
+def is_placeholder(value: str, fill: str | None) -> bool:
+    """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
+    `****`, `PASSWORD`), is a marker, or (`masked`) holds a value withheld already."""
+    return (value.startswith(("$", "{", "<", "%", "-")) or "${" in value or set(value) <= set("*x.")
+            or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
+            or (fill is not None and fill in value))
+
+
+def is_no_key(value: str) -> bool:
+    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
+    kubeconfig's client-certificate-data)."""
+    if not value.startswith("LS0tLS1CRUdJTi"):
+        return False
+    import base64
+    import binascii
+    try:
+        return b"PRIVATE KEY" not in base64.b64decode(value[:80])
+    except (binascii.Error, ValueError):
+        return True
+
+
+def owns_line(text: str, start: int) -> bool:
+    """Whether a name at `start` starts its line (after an indent, `export `, or YAML's `- `): an `.env`'s, a
+    YAML file's, whose value is the rest of the line (`DB_PASS=Xy7;Qp2(…`)."""
+    line_start = text.rfind("\n", max(0, start - 40), start) + 1
+    return (line_start > 0 or start <= 40) and LINE_START.fullmatch(text, line_start, start) is not None
+
+
+def is_secret_name(text: str, start: int, name: str) -> bool:
+    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`)."""
+    name = name.lower()
+    return bool(SECRET_NAME.search(name)) or (name == "key" and start > 0 and text[start - 1] in "?&")
 
 
 def marker(kind: str, value: str, found: list[tuple[str, str]], fill: str | None = None) -> str:
