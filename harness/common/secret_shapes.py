@@ -129,7 +129,7 @@ CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a valu
 # nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
 URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{1,100})):"
-                          r"(?P<value>(?:[^\s@'\"<>:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+                          r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
 # A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
 # `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
@@ -172,7 +172,7 @@ def looks_random(value: str, fill: str | None = None) -> bool:
             and not DOTTED_NAME.fullmatch(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
-            and (not any(c.isspace() for c in value) or all(mixed(word) for word in value.split())))
+            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split())))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
@@ -263,10 +263,9 @@ def withhold_named(text: str, found: list[tuple[str, str]], fill: str | None) ->
         start = candidate.start()
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
-        matches = [LINE_NAMED.match(text, start) if owns_line(text, start) else None, NAMED.match(text, start)]
-        match = next((match for match in matches if match and is_secret_name(text, start, match["name"])
-                      and looks_random(match["value"], fill) and not CALL.fullmatch(match["value"])), None)
-        if not match or start < done:
+        if start < done:
+            continue
+        if not (match := named_value(text, start, fill)):
             continue
         pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found, fill)]
         done = match.end("value")
@@ -289,8 +288,9 @@ def is_port(match: re.Match) -> bool:
 
 def is_placeholder(value: str, fill: str | None) -> bool:
     """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
-    `****`, `PASSWORD`), is a marker, or (`masked`) holds a value withheld already."""
-    return (value.startswith(("$", "{", "<", "%", "-")) or "${" in value or set(value) <= set("*x.")
+    `****`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
+    withheld already."""
+    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
             or (fill is not None and fill in value))
 
@@ -306,6 +306,20 @@ def is_no_key(value: str) -> bool:
         return b"PRIVATE KEY" not in base64.b64decode(value[:80])
     except (binascii.Error, ValueError):
         return True
+
+
+def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
+    """The match of a name that says "secret" at `start` and its random-looking value, if there is one: to the end
+    of its line if the name starts one and the value is not quoted (`DB_PASS=Xy7;Qp2(…`), else to a delimiter."""
+    match = NAMED.match(text, start)
+    if not (match and (match["quote"] or text.startswith(("\n", "\r\n"), match.end()) or match.end() == len(text))):
+        line = owns_line(text, start) and LINE_NAMED.match(text, start)
+        if (line and is_secret_name(text, start, line["name"])
+                and looks_random(line["value"], fill) and not CALL.fullmatch(line["value"])):
+            return line
+    if match and is_secret_name(text, start, match["name"]) and looks_random(match["value"], fill):
+        return match
+    return None
 
 
 def owns_line(text: str, start: int) -> bool:
