@@ -589,3 +589,15 @@ def test_no_text_of_the_round_four_shapes_makes_withholding_slow(text):
     started = time.perf_counter()
     withhold(text, cut_before=True, cut_after=True)
     assert time.perf_counter() - started < 2
+
+
+@pytest.mark.parametrize("line, value", [("DB_PASS=Xy7;Qp2Lm9(Rt4Zk8=WqB3n", "Xy7;Qp2Lm9(Rt4Zk8=WqB3n"),
+                                         ('REDIS_PASSWORD="Kp3(Zr8=Lm9;Qw2,Tn3Lw9"', "Kp3(Zr8=Lm9;Qw2,Tn3Lw9")])
+@pytest.mark.parametrize("shown", [8, 14])
+def test_a_command_output_cut_through_a_value_of_any_character_shows_no_more_than_seven_of_it(line, value, shown):
+    at = line.index(value)
+    output = HeadAndTail(200)
+    output.read_all(io.BytesIO(("p" * (100 - at - shown - 1) + "\n" + line + "\n" + "x" * 300).encode()))
+    shown_text = output.text(lambda text, **cut: withhold(text, **cut))
+    assert "bytes dropped" in shown_text
+    assert not any(value[i:i + 8] in shown_text for i in range(len(value) - 7)), shown_text

@@ -151,6 +151,10 @@ CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
                            r"""|://[^\s:/@'"]{1,100}+:)(?P<value>[^"'\s,;<>(){}\[\]=\\@]{1,2000}+)\Z""")
+# A quoted one, which runs to its quote whatever it holds (`REDIS_PASSWORD="Kp3(Zr8=Lm9`).
+CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
+                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["'](?:(?:bearer|basic|token|bot)[ \t]+)?"""
+                            r"""(?P<value>[^"'\\\r\n]{1,2000}+)\Z""")
 # The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
 # first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
 # a token's last characters, however long (a JWT carrying roles runs to thousands).
@@ -201,8 +205,9 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
         head = CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
-        if value := CUT_VALUE_END.search(head):
-            head = head[:value.start("value")] + MARKER.format(kind="a value cut short")
+        if values := [value.start("value") for value in (CUT_VALUE_END.search(head), CUT_QUOTED_END.search(head))
+                      if value]:
+            head = head[:min(values)] + MARKER.format(kind="a value cut short")
         text = text[:end] + head
     start = CUT_SHORT_START.match(text) if cut_before else None
     if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
