@@ -573,7 +573,7 @@ def test_round_four_shapes_are_withheld(text, shown):
     'url = "http://user:${PASSWORD}@host/"', "postgres://user:$PGPASS@db", "postgres://user:****@db",
     "token=get_token(user2)", 'PASSWORD_HELP = "Enter the password for user 2 here"', "mysql -u root -p app",
     "docker login --password-stdin", "mysql --password $DB_PASSWORD", "--password PASSWORD", "--password <password>",
-    "https://x.example/search?key=value&q=1", "<password>${DB_PASSWORD}</password>",
+    "https://x.example/search?key=value&q=1", "<password>${DB_PASSWORD}</password>", "`mysql -p…`",
 ])
 def test_round_four_ordinary_text_is_left_as_it_is(text):
     assert withhold(text) == text

@@ -134,7 +134,7 @@ URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{1,10
 # `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
 WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
-# A password given on a command line: `--password Xy7…`, `--password=Xy7…`, `mysql -uroot -pXy7…`; and in an
+# A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; and in an
 # XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
 FLAGGED = [
     ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?P<value>[^\s'\"`;|&]{4,200}+)"),
@@ -293,9 +293,9 @@ def is_port(match: re.Match) -> bool:
 
 def is_placeholder(value: str, fill: str | None) -> bool:
     """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
-    `****`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
+    `****`, `…`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
     withheld already."""
-    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.")
+    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
             or (fill is not None and fill in value))
 
