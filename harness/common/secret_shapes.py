@@ -38,15 +38,33 @@ MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an
 # blob holds one with its full length about once in tens of megabytes. A short or common one (`WORD_CHECKED`:
 # `sk-`, `hf_`, `SG.`) is not taken after a letter or a digit (`ask-…`, `mask_hf_…`), unless that character ends
 # an escape (`\n`, `\u0022`, `%3D`). A shape with a lookbehind of its own (`(?<=`) says itself what comes before it.
+# A private key's line break: a real one, or a `\n` escape (one-line JSON), and what wraps its lines in code: the
+# quotes and `+` of a string concatenation (`"MIIE…\n" +`), a comment's `#`, `//`, `;` or `*`.
+KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*[+,]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)?"""
+             r"""|["']?[ \t]*[+,\\]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)""")
+# A line of its body: all base64, blank, or a header (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,…`, PGP's).
+KEY_LINE = (r"""(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n"'\\]{0,200}+"""
+            r"""|[A-Za-z0-9+/=]++(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))|(?=\r?\n))""")
+KEY_END = r"-----(?i:END)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
 SHAPES = [
-    # to its end (base64, and the headers of an encrypted one: `DEK-Info: AES-128-CBC,…`), or to where it stops
-    ("private key", r"-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:(?:[\w+/=\s\\,:.]|-(?!----))*+"
-                    r"-----END[ A-Z0-9_-]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*+)"),
+    # To its END line (base64, and the headers of an encrypted one between), or line by line as long as lines are
+    # all base64 (cut short, a string concatenation, commented out), if its first line is; a BEGIN line with no
+    # body (`pem.startswith("-----BEGIN RSA PRIVATE KEY-----")`, a document's example) is not a key.
+    ("private key", r"-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
+                    rf"(?:(?:[\w+/=\s\\,:.]|-(?!----))*+{KEY_END}"
+                    rf"|(?=(?:{KEY_BREAK}(?:(?:Proc-Type|DEK-Info):[^\r\n]*+)?){{1,4}}?[A-Za-z0-9+/]{{16}})"
+                    rf"(?:{KEY_BREAK}{KEY_LINE})*+"
+                    rf"(?:{KEY_BREAK}{KEY_END})?)"),
+    ("private key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/]{20,}+={0,2}"),  # in base64 (kubeconfig's client-key-data)
+    ("PuTTY private key", r"Private-Lines:[ \t]*\d+(?:\r?\n[A-Za-z0-9+/=]++(?=\r?\n|\Z))++"),  # in a .ppk
+    ("age secret key", r"AGE-SECRET-KEY-1[0-9A-Z]{50,}"),
     ("GitHub token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("GitHub token", r"github_pat_\w{60,}"),
     ("GitLab token", r"gl(?:pat|ptt|dt|rt|cbt|ft|oas)-[\w-]{20,}"),
     ("Anthropic key", r"sk-ant-[\w-]{32,}"),
-    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z_-]{0,80}+\d)[A-Za-z0-9_-]{20,}"),  # OpenAI, DeepSeek
+    # OpenAI's, DeepSeek's: a digit, and a run of 16 letters and digits (`sk-learn-classifier-v2-…` is words)
+    ("API key", r"sk-(?:proj-|svcacct-|admin-|or-v1-)?(?=[A-Za-z_-]{0,80}+\d)(?=[\w-]{0,80}?[A-Za-z0-9]{16})"
+                r"[A-Za-z0-9_-]{20,}"),
     ("Stripe key", r"sk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe key", r"rk_(?:live|test|prod)_[A-Za-z0-9]{10,}"),
     ("Stripe webhook secret", r"whsec_[A-Za-z0-9]{24,}"),
@@ -96,40 +114,69 @@ CANDIDATE = re.compile(r"""(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}
 SECRET_NAME = re.compile(r"(?:password|passwd|(?:^|[_.-])pass(?:phrase)?|secret|(?<!page)(?<!page[_-])token"
                          r"|(?:api|access|private|secret|account|client|auth|signing|encryption|master)[_-]?key"
                          r"|apikey|auth|authident|credentials?|authorization)$")
+# Quoted, a value runs to its quote, whatever it holds (`"Kp3(Zr8 x;…"`, JSON's `\/`); unquoted, to a delimiter
+# (`&`: a URL's query, `?access_token=…&q=1`), or to the end of its line where the name starts one (`LINE_NAMED`).
 NAMED = re.compile(r"""(?ix) (?P<name>[\w.-]{1,100}) \\?["']? [ \t]* (?: [:=] | ["']?[ \t]+value[ \t]*= ) [ \t]*
                    \\?(?P<quote>["'])? (?:(?:bearer|basic|token|bot)[ \t]+)?
-                   (?P<value> (?(quote) [^"'\s\\]{16,2000}+ | [^"'\s,;<>(){}\[\]=:\\]{16,2000}+=* ) )
-                   (?= [\\"'\s,;<>]|$)""")
+                   (?P<value> (?(quote) (?:[^"'\\\r\n]|\\(?!["'\r\n])){16,2000}+
+                                      | [^"'\s,;<>(){}\[\]=:\\&]{16,2000}+=* ) )
+                   (?(quote) (?=\\?(?P=quote)) | (?= [\\"'\s,;<>&]|$) )""")
+LINE_NAMED = re.compile(r"""(?P<name>[\w.-]{1,100})(?:=|:[ \t]+)(?P<value>[^\s"'`]{16,2000}+)(?=[ \t]*(?:\r?\n|\Z))""")
+LINE_START = re.compile(r"[ \t]*(?:export[ \t]+|-[ \t]+)?")  # what may come before a name that owns its line
+CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a value
 # A password in a URL: postgres://user:pw@host, https://user:token@pypi.example/simple (pip.conf, .git/config).
 # It may hold a "/" (postgres://app:Xy7/Qp2@db) and an "@" that another follows before any "/" (a password
 # nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
-URL_PASSWORD = re.compile(r"://(?P<user>[^\s:/@'\"]{1,100}):"
-                          r"(?P<value>(?:[^\s@'\"$<>{}*:]|:(?!//)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{1,100})):"
+                          r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
+# A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
+# `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
+WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
+# A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; and in an
+# XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
+FLAGGED = [
+    ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?P<value>[^\s'\"`;|&]{4,200}+)"),
+     "--password"),
+    ("a password on a command line", re.compile(r"(?:mysql|mariadb)[\w-]{0,6}+[ \t][^\n;|&]{0,200}?(?<=[ \t])-p"
+                                                r"(?P<value>[^\s'\"`;|&]{1,200}+)"), "-p"),
+    ("a value named as a secret", re.compile(r"<(?P<name>[\w.:-]{0,40}(?i:password|passwd|secret|token|api_?key))>"
+                                             r"(?P<value>[^<>\s]{8,2000}+)</(?P=name)>"), "</"),
+]
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
-CUT_SHORT_END = re.compile(r"(?:-----BEGIN[ A-Z0-9_-]{0,40}PRIVATE[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)"
-                           r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[\s\S]*"
+                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
 # A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
                            r"""|://[^\s:/@'"]{1,100}+:)(?P<value>[^"'\s,;<>(){}\[\]=\\@]{1,2000}+)\Z""")
-# The end of a private key at the start of a tail, or its first word: the cut went through it, so it is a piece
-# of something, and one that looks random (`mixed`) may be a token's last characters; a thousand characters of
-# one word (a minified line, `aaa…aEND`) are not.
-CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s]*-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----"
-                             r"|(?P<piece>[\w+/=.~-]{6,1000}+)(?![\w+/=.~-])")
+# A quoted one, which runs to its quote whatever it holds (`REDIS_PASSWORD="Kp3(Zr8=Lm9`).
+CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
+                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["'](?:(?:bearer|basic|token|bot)[ \t]+)?"""
+                            r"""(?P<value>[^"'\\\r\n]{1,2000}+)\Z""")
+# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
+# first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
+# a token's last characters, however long (a JWT carrying roles runs to thousands).
+CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
+                             r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
+# A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
+# `django.contrib.auth.backends.ModelBackend2`); its first part is lowercase letters, as a password's rarely is.
+DOTTED_NAME = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`) or a URL; not one letter repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor
-    (`masked`) a value withheld already."""
+    (`SECRET_FILE=/run/secrets/db`), a URL or a dotted name (`settings.SECRET_KEY_2024`); not one letter
+    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already; and if it holds
+    spaces, random in each of its words ("Enter the password for user 2" is a sentence)."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
+            and not DOTTED_NAME.fullmatch(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
-            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value))
+            and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
+            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split())))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
@@ -144,19 +191,23 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     """
     found = [] if found is None else found
     for kind, shape in COMPILED:
-        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match)
+        text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match) or is_no_key(match[0])
                          else marker(kind, match[0], found, fill), text)
     text = withhold_named(text, found, fill)
-    if "://" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if PORT_AND_PATH.match(match["value"])
-                                or (fill is not None and fill in match["value"])
-                                else f"://{match['user']}:{marker('password in a URL', match['value'], found, fill)}",
+    for kind, flagged, word in FLAGGED:
+        if word in text:
+            text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
+                               text_around(match, marker(kind, match["value"], found, fill)), text)
+    if "://" in text or ":\\/\\/" in text:
+        text = URL_PASSWORD.sub(lambda match: match[0] if is_port(match) or is_placeholder(match["value"], fill)
+                                else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
         end = max(0, len(text) - 8000)  # a private key cut short is the longest: RSA 4096's is 3,300 characters
         head = CUT_SHORT_END.sub(MARKER.format(kind="a token cut short"), text[end:])
-        if value := CUT_VALUE_END.search(head):
-            head = head[:value.start("value")] + MARKER.format(kind="a value cut short")
+        if values := [value.start("value") for value in (CUT_VALUE_END.search(head), CUT_QUOTED_END.search(head))
+                      if value]:
+            head = head[:min(values)] + MARKER.format(kind="a value cut short")
         text = text[:end] + head
     start = CUT_SHORT_START.match(text) if cut_before else None
     if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
@@ -166,9 +217,11 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
 
 def mixed(piece: str) -> bool:
     """Whether a piece of a word looks random, as a token's end does: letters and digits, or 8 characters or
-    more of both cases (a token's last 6 may have no digit; "eError" is a word's)."""
+    more of both cases (a token's last 6 may have no digit; "eError" is a word's); and, over 1,000 characters,
+    16 different ones or more (a JWT's payload and signature have 60; `aaa…aEND`, one long word printed, has 4)."""
     letters, digits = any(c.isalpha() for c in piece), any(c.isdigit() for c in piece)
-    return (letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece)
+    return (((letters and digits) or (len(piece) >= 8 and piece.lower() != piece and piece.upper() != piece))
+            and (len(piece) <= 1000 or len(set(piece)) >= 16))
 
 
 def withheld_values(text: str) -> list[tuple[str, str]]:
@@ -215,13 +268,76 @@ def withhold_named(text: str, found: list[tuple[str, str]], fill: str | None) ->
         start = candidate.start()
         while start > max(done, candidate.start() - NAME_MAX_CHARS) and text[start - 1] in NAME_CHARACTERS:
             start -= 1
-        match = NAMED.match(text, start)
-        if (not match or not SECRET_NAME.search(match["name"].lower()) or not looks_random(match["value"], fill)
-                or start < done):
+        if start < done:
+            continue
+        if not (match := named_value(text, start, fill)):
             continue
         pieces += [text[done:match.start("value")], marker("a value named as a secret", match["value"], found, fill)]
         done = match.end("value")
     return "".join(pieces) + text[done:]
+
+
+def text_around(match: re.Match, value: str) -> str:
+    """What a match found, with `value` in place of its group "value"."""
+    start = match.start()
+    return match[0][:match.start("value") - start] + value + match[0][match.end("value") - start:]
+
+
+def is_port(match: re.Match) -> bool:
+    """Whether what URL_PASSWORD found is a host's port and a path (`PORT_AND_PATH`), not a password."""
+    scheme_end = match.start()
+    return bool(PORT_AND_PATH.match(match["value"])) and (
+        "." in match["user"] or match["user"] == "localhost" or WEB_SCHEME.search(match.string, max(0, scheme_end - 5),
+                                                                                  scheme_end) is not None)
+
+
+def is_placeholder(value: str, fill: str | None) -> bool:
+    """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
+    `****`, `…`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
+    withheld already."""
+    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
+            or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
+            or (fill is not None and fill in value))
+
+
+def is_no_key(value: str) -> bool:
+    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
+    kubeconfig's client-certificate-data)."""
+    if not value.startswith("LS0tLS1CRUdJTi"):
+        return False
+    import base64
+    import binascii
+    try:
+        return b"PRIVATE KEY" not in base64.b64decode(value[:80])
+    except (binascii.Error, ValueError):
+        return True
+
+
+def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
+    """The match of a name that says "secret" at `start` and its random-looking value, if there is one: to the end
+    of its line if the name starts one and the value is not quoted (`DB_PASS=Xy7;Qp2(…`), else to a delimiter."""
+    match = NAMED.match(text, start)
+    if not (match and (match["quote"] or text.startswith(("\n", "\r\n"), match.end()) or match.end() == len(text))):
+        line = owns_line(text, start) and LINE_NAMED.match(text, start)
+        if (line and is_secret_name(text, start, line["name"])
+                and looks_random(line["value"], fill) and not CALL.fullmatch(line["value"])):
+            return line
+    if match and is_secret_name(text, start, match["name"]) and looks_random(match["value"], fill):
+        return match
+    return None
+
+
+def owns_line(text: str, start: int) -> bool:
+    """Whether a name at `start` starts its line (after an indent, `export `, or YAML's `- `): an `.env`'s, a
+    YAML file's, whose value is the rest of the line (`DB_PASS=Xy7;Qp2(…`)."""
+    line_start = text.rfind("\n", max(0, start - 40), start) + 1
+    return (line_start > 0 or start <= 40) and LINE_START.fullmatch(text, line_start, start) is not None
+
+
+def is_secret_name(text: str, start: int, name: str) -> bool:
+    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`)."""
+    name = name.lower()
+    return bool(SECRET_NAME.search(name)) or (name == "key" and start > 0 and text[start - 1] in "?&")
 
 
 def marker(kind: str, value: str, found: list[tuple[str, str]], fill: str | None = None) -> str:
