@@ -147,7 +147,7 @@ def test_an_unallowed_projects_dotenv_is_skipped_with_one_line_and_changes_nothi
         done = agent_here(agent_home, project, endpoint, "-p", "tear it down", "--yes", extra_env=own_settings(agent_home, endpoint))
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines[0] == f"plainagent: m at {endpoint.url} (from {agent_home / '.env'}), workspace {project}, mode yes (asks nothing)"
+    assert lines[0] == f"plainagent: m at {endpoint.url} (from {agent_home / '.env'}), workspace {project}, mode yes (asks nothing but edits that act later)"
     assert lines[1].startswith("commands: ")
     assert lines[2] == (f"plainagent: not reading {project / '.env'}: a project's .env is used only once you allow it; "
                         "start plainagent there at a terminal to be asked.")

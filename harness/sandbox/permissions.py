@@ -104,4 +104,4 @@ def describe_mode(mode: str) -> str:
     """What the mode asks, in a few words, for the banner and /mode."""
     return {"ask": "asks before each write and command", "read-only": "reads only, writes and runs nothing",
             "edits": "applies edits without asking, asks before commands",
-            "yes": "asks nothing"}[mode]
+            "yes": "asks nothing but edits that act later"}[mode]
