@@ -853,3 +853,29 @@ def test_at_a_terminal_a_pile_of_marks_and_a_forged_count_show_as_what_they_are(
                       "\\x2e.. 3 lines not shown ...\ntrue \\x5b... 9 more characters]\n\n"
                       "Allow this command (echo \\x1ba[10,000 combining marks]; rm -rf ~/x, 3 lines)? [y]es / [n]o (or type "
                       "a reason) / [a]lways: n\n")
+
+
+def terminal_rows(text: str, columns: int) -> int:
+    """Rows `text` takes on a terminal that draws every character beyond Latin-1 two wide (as tmux and glibc's
+    wcwidth draw the hexagram symbols), marks none: a stricter screen than Python's own table."""
+    def cells(line: str) -> int:
+        return sum(0 if unicodedata.combining(char) else 2 if ord(char) > 0x2FF else 1 for char in line)
+    return sum(max(1, -(-cells(line) // columns)) for line in text.split("\n"))
+
+
+def test_symbols_a_terminal_draws_wide_do_not_scroll_what_runs_first_away():
+    """A final tester: 70 hexagrams (U+4DC0-4DFF, "narrow" to Python, two wide on the screen) on each of 13 lines
+    pushed the header and `rm -rf src .git` off a 24 by 80 screen, with no word that anything was shortened."""
+    command = "echo building\nrm -rf src .git\n" + "\n".join("echo " + "\u4dc0" * 70 for _ in range(13))
+    shown, question = render_question("command", "run this command", "$ " + command, ROOT,
+                                      screen=os.terminal_size((80, 24)))
+    assert terminal_rows(shown + "(discarded what was typed before)\n" + question, 80) <= 24
+    assert "rm -rf src .git" in shown and shown.split("\n")[1].startswith("Run in /work/space")
+
+
+def test_hangul_letters_that_draw_nothing_alone_are_escaped_and_counted():
+    """U+1160-11FF and U+D7B0-D7FF join a syllable and draw nothing on their own: 60 lines of them hid a `cp`."""
+    command = "\n".join(["\u1161" * 6] * 60 + ["cp -r ~/.ssh /tmp/loot"] + ["\u1161" * 6] * 60)
+    shown, question = render_question("command", "run this command", "$ " + command, ROOT,
+                                      screen=os.terminal_size((80, 24)))
+    assert "cp -r ~/.ssh /tmp/loot" in shown and "\u1161" not in shown + question

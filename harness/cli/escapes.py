@@ -20,7 +20,10 @@ NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 # but for the marks that draw nothing, which Python calls printable: the combining grapheme joiner, variation
 # selectors (Unicode's default-ignorable marks, and a filler), where text can be smuggled a byte a mark.
 BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-INVISIBLE_MARKS = re.compile("[\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U00016fe4\U000e0100-\U000e01ef]")
+# The Hangul vowels and final consonants that join a syllable (U+1160-11FF, U+D7B0-D7FF) are drawn zero wide on
+# their own; Korean text uses the syllables U+AC00-D7A3, so they are escaped too.
+INVISIBLE_MARKS = re.compile("[\u034f\u17b4\u17b5\u180b-\u180d\u180f\ufe00-\ufe0f\U00016fe4\U000e0100-\U000e01ef"
+                             "\u1160-\u11ff\ud7b0-\ud7ff]")
 EMOJI_STYLES = "\ufe0e\ufe0f"  # text and emoji style: the variation selectors a README's emoji carry (❤️, 1️⃣)
 
 

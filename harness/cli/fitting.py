@@ -43,10 +43,12 @@ def cells_of(text: str) -> int:
 @functools.lru_cache(maxsize=4096)
 def char_cells(char: str) -> int:
     """The columns a character that shows as itself takes: none for a mark drawn on the one before, two for a
-    wide one (CJK, most emoji), else one."""
+    wide one (CJK, most emoji), and two for any other beyond Latin-1 that Python's table calls narrow: terminals
+    disagree with it (the hexagram symbols, U+4DC0-4DFF, are drawn two wide), and counting a column too many
+    only shows a little less, while one too few scrolls the header and what runs first off the screen."""
     if unicodedata.category(char) in ("Mn", "Me") or char in EMOJI_STYLES:
         return 0
-    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+    return 2 if unicodedata.east_asian_width(char) in "WF" or ord(char) > 0x2FF else 1
 
 
 def fit(shown: list[Shown], rows: int, columns: int, mark: Callable[[str], str]) -> tuple[list[str], bool, bool]:
