@@ -269,6 +269,7 @@ TOO_COMPLEX = "too complex"
     ("{a,b}" * 40 + " x", None), ("{sudo,a}" * 40, None), ("$(" * 50 + "sudo" + ")" * 50, ROOT), ("x " * 5000, None),
     ("while " * 5000, None), ("f(){ " * 2000, TOO_COMPLEX), ("$(a " * 2000, TOO_COMPLEX), ('"$(' * 2000, TOO_COMPLEX),
     ("cd a;" * 40_000, TOO_COMPLEX), ("ls /*/*/*/*/*/*/*/zzzz*", TOO_COMPLEX), ("echo " + "{a,b}" * 3000, None),
+    ("; ".join(["ls /usr/*/*/*/*/x"] * 100), TOO_COMPLEX),  # each under the cost alone: 24 s in all, before
     (": {" + ",".join(map(str, range(64))) + "}$(: {" + ",".join(map(str, range(64))) + "}$(true))", None),
     ("cat > big.py <<'EOF'\n" + 'print("hello world", x)\n' * 500 + "EOF", None), ("$'\\U7fffffff' id", None),
     ("bash -c " + "'bash -c " * 30 + "sudo" + "'" * 30, ROOT), ("bash -c 'x; " * 10 + "sudo" + "'" * 10, ROOT),

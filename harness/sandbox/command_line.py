@@ -66,16 +66,19 @@ class Command:
         return [(program, self.words[at + 1:]) for program, at in self.calls if matches(program)]
 
 
-def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth: int = 0) -> list[Command]:
+def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth: int = 0,
+         looked: list[int] | None = None) -> list[Command]:
     """`line` with every simple command of a command line added, in order, with those in its substitutions and
-    in its words that hold a command line of their own; each knows the directory it runs in and the variables."""
+    in its words that hold a command line of their own; each knows the directory it runs in and the variables.
+    `looked`: the folders the line's globs have looked in so far, one count for the whole line."""
+    looked = [0] if looked is None else looked
     text, subs, words, piped = text.replace("\\\n", ""), [], [], False  # a continued line is one line
     # Each substitution stands aside as \0N\0 while the words are read, so its quotes and spaces stay its own.
     hidden = SUBSTITUTION.sub(lambda match: subs.append((match[0], (": | " if match[0][0] == ">" else "") + (
         match[2] if match[1] is None else match[1]))) or f"\0{len(subs) - 1}\0", text)  # >(sh) reads a pipe
     for match in TOKEN.finditer(hidden + ";"):
         if match[3]:  # a quote left open: the shell refuses the line; read it without quotes, so it is checked
-            return read(re.sub("['\"]", "", text), cwd, variables, line, depth)
+            return read(re.sub("['\"]", "", text), cwd, variables, line, depth, looked)
         raw = match[2] or ""
         for word in braces(re.sub("\0(\\d+)\0", lambda n: subs[int(n[1])][0], QUOTED.sub(unquote, raw))) if raw else []:
             words.append(Word(word))
@@ -86,7 +89,7 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
             if len(line) >= MAX_COMMANDS:
                 raise TooComplex(f"more than {MAX_COMMANDS:,} simple commands")
             command = Command(words, cwd, variables, text, piped)
-            command.calls = calls(command)
+            command.calls = calls(command, looked)
             line.append(command)
             if assignments := [match for match in map(ASSIGNMENT.fullmatch, words) if match]:
                 variables = {**variables, **{m[1]: expand(m[2], command) for m in assignments}}
@@ -102,7 +105,7 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
             if prints and command.calls[0][0] in ("echo", "printf") and (depth or match[1] in ("|", "|&")):
                 nested.append(" ".join(words[1:]))  # what it prints may be run: echo "sudo id" | sh, "$(printf ...)"
             for text_inside in dict.fromkeys(nested) if depth < MAX_DEPTH else []:  # a brace's copies read once
-                read(text_inside, command.cwd, variables, line, depth + 1)
+                read(text_inside, command.cwd, variables, line, depth + 1, looked)
             words = []
         piped = match[1] in ("|", "|&") or match[1] == "(" and piped
     return line
@@ -123,7 +126,7 @@ def braces(word: str, depth: int = 0) -> list[str]:
         word[:match.start()] + part + word[match.end():], depth + 1)), 64)) if match else [word]
 
 
-def calls(command: Command) -> list[tuple[str, int]]:
+def calls(command: Command, looked: list[int] | None = None) -> list[tuple[str, int]]:
     """(program, position) for each word that may name a program the shell runs, the first place each name
     is met: every word after leading assignments and keywords (`nohup sudo`), named without its folder once
     expanded (`/usr/bin/sud?` is `sudo` where that file exists; `alias s=sudo` names `sudo`); only the first
@@ -133,26 +136,27 @@ def calls(command: Command) -> list[tuple[str, int]]:
     end = start + 1 if start < len(words) and words[start].rsplit("/", 1)[-1] in PRINTS_ITS_WORDS else len(words)
     for at in [at for at in range(start, end) if words[at] != "." or at == start]:
         for value in {expand(part, command) for part in (words[at], words[at].split("=", 1)[-1])} - {None}:
-            paths = bounded_glob(value, command.cwd) if GLOB.search(value) else []
+            paths = bounded_glob(value, command.cwd, looked or [0]) if GLOB.search(value) else []
             for path in paths or [value]:
                 found.setdefault(path.rsplit("/", 1)[-1], at)
     return list(found.items())
 
 
-def bounded_glob(pattern: str, cwd: str | None, limit: int = 50) -> list[str]:
-    """The first `limit` paths a glob matches, as the shell would list them, looking in at most MAX_GLOB_FOLDERS
-    folders (TooComplex past them: glob.iglob would walk the whole disk for `/*/*/*/*/*/*/*/x`)."""
+def bounded_glob(pattern: str, cwd: str | None, looked: list[int], limit: int = 50) -> list[str]:
+    """The first `limit` paths a glob matches, as the shell would list them. `looked` counts the folders looked in
+    for the whole line: past MAX_GLOB_FOLDERS, TooComplex (glob.iglob walked the whole disk for `/*/*/*/*/*/*/*/x`,
+    and a line of a hundred smaller such patterns took as long)."""
     parts = pattern.split("/")
-    found, folders, n_looked = [], [("/" if pattern.startswith("/") else "", parts[1:] if not parts[0] else parts)], 0
+    found, folders = [], [("/" if pattern.startswith("/") else "", parts[1:] if not parts[0] else parts)]
     while folders and len(found) < limit:
         prefix, rest = folders.pop(0)
         part, rest = rest[0], rest[1:]
         if not GLOB.search(part):
             names = [part]
         else:
-            n_looked += 1
-            if n_looked > MAX_GLOB_FOLDERS:
-                raise TooComplex(f"a pattern that looks in more than {MAX_GLOB_FOLDERS:,} folders")
+            looked[0] += 1
+            if looked[0] > MAX_GLOB_FOLDERS:
+                raise TooComplex(f"globs that look in more than {MAX_GLOB_FOLDERS:,} folders")
             try:
                 names = sorted(name for name in os.listdir(os.path.join(cwd or ".", prefix or "."))
                                if fnmatch.fnmatchcase(name, part) and (part.startswith(".") or name[0] != "."))
