@@ -601,3 +601,10 @@ def test_a_command_output_cut_through_a_value_of_any_character_shows_no_more_tha
     shown_text = output.text(lambda text, **cut: withhold(text, **cut))
     assert "bytes dropped" in shown_text
     assert not any(value[i:i + 8] in shown_text for i in range(len(value) - 7)), shown_text
+
+
+def test_a_url_password_with_an_empty_user_is_withheld():
+    """A final tester: redis://:PASSWORD@cache, Redis's own form, showed whole."""
+    assert withhold("REDIS_URL: redis://:Kp3Zr8Lm9Qx2Vb7NwT4@cache:6379/0") == (
+        "REDIS_URL: redis://:[secret withheld: password in a URL]@cache:6379/0")
+    assert withhold("see http://:8080/@x and ftp://:@host") == "see http://:8080/@x and ftp://:@host"

@@ -128,7 +128,7 @@ CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a valu
 # It may hold a "/" (postgres://app:Xy7/Qp2@db) and an "@" that another follows before any "/" (a password
 # nobody percent-encoded: app:s3cr@t-99@db); a port and a path (https://host:8080/path@x) are not one. It stops
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
-URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{1,100})):"
+URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{0,100})):"
                           r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
 # A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
 # `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
