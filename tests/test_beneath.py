@@ -196,18 +196,24 @@ def swapper(tmp_path, monkeypatch, tries):
     process.stdout.close()
 
 
+def try_each_tool(ws: Workspace, tries: int, edits_in: str) -> dict[str, list[str]]:
+    """What each tool returned, `tries` times: a read, a listing and a search of sub/, an edit of an existing file
+    and a creation in `edits_in`/."""
+    calls = {"read": lambda i: ("read_file", {"path": "sub/file.txt"}),
+             "list": lambda i: ("list_files", {"path": "sub"}),
+             "search": lambda i: ("search_files", {"pattern": "OUTSIDE|inside", "path": "sub", "glob": "file.txt"}),
+             "edit": lambda i: ("edit_file", {"path": f"{edits_in}/e{i}.txt", "old_str": "edit me", "new_str": "edited"}),
+             "create": lambda i: ("edit_file", {"path": f"{edits_in}/new-{i}.txt", "old_str": "", "new_str": "new\n"})}
+    return {kind: [run_tool(ws, *call(i)).output for i in range(tries)] for kind, call in calls.items()}
+
+
 def test_a_concurrent_swapper_never_gets_a_tool_outside(swapper, tries):
     """On the code that checked a name and then opened it (81552a0^), 1,000 tries of each got 5 to 24 reads,
     2 to 8 searches and 21 to 49 writes (creations, and edits' temporaries) outside, in three runs: the suite's
     300 would see about 16 escapes, and none at all less than once in 4,000 runs even at the lowest of those
     rates. `python -m pytest tests/test_beneath.py --race-tries 5000` tries harder."""
     ws, outside = swapper
-    calls = {"read": lambda i: ("read_file", {"path": "sub/file.txt"}),
-             "list": lambda i: ("list_files", {"path": "sub"}),
-             "search": lambda i: ("search_files", {"pattern": "OUTSIDE|inside", "path": "sub", "glob": "file.txt"}),
-             "edit": lambda i: ("edit_file", {"path": f"work/e{i}.txt", "old_str": "edit me", "new_str": "edited"}),
-             "create": lambda i: ("edit_file", {"path": f"work/new-{i}.txt", "old_str": "", "new_str": "new\n"})}
-    outputs = {kind: [run_tool(ws, *call(i)).output for i in range(tries)] for kind, call in calls.items()}
+    outputs = try_each_tool(ws, tries, "work")
     escapes = {kind: sum(bool(OUTSIDE_SEEN.search(output)) for output in found) for kind, found in outputs.items()}
     escapes["edit"] = sum((outside / f"e{i}.txt").read_bytes() != f"edit me {i}\n".encode() for i in range(tries))
     escapes["create"] = sum(name.startswith(("new-", ".")) for name in os.listdir(outside))  # files, temporaries
@@ -248,12 +254,7 @@ def test_the_root_swapped_for_a_link_never_gets_a_tool_outside(tmp_path, monkeyp
                                stdout=subprocess.PIPE)
     try:
         assert process.stdout.readline() == b"ready\n"
-        calls = {"read": lambda i: ("read_file", {"path": "sub/file.txt"}),
-                 "list": lambda i: ("list_files", {"path": "sub"}),
-                 "search": lambda i: ("search_files", {"pattern": "OUTSIDE|inside", "path": "sub", "glob": "file.txt"}),
-                 "edit": lambda i: ("edit_file", {"path": f"sub/e{i}.txt", "old_str": "edit me", "new_str": "edited"}),
-                 "create": lambda i: ("edit_file", {"path": f"sub/new-{i}.txt", "old_str": "", "new_str": "new\n"})}
-        outputs = {kind: [run_tool(ws, *call(i)).output for i in range(tries)] for kind, call in calls.items()}
+        outputs = try_each_tool(ws, tries, "sub")
     finally:
         process.kill()
         process.wait()
