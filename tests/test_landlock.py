@@ -32,7 +32,7 @@ PYTHON = f"{sys.executable} -I -S"  # without site-packages: a quick start for a
 class Tree:
     """A home folder with secrets and a toolchain, plainagent's own folders, a victim next to the workspace."""
 
-    def __init__(self, tmp_path: Path, network: bool = False, abi: int = ABI):
+    def __init__(self, tmp_path: Path, network: bool = False, abi: int = ABI, namespaces: bool | None = None):
         self.root, self.home, self.workspace = tmp_path, tmp_path / "home", tmp_path / "project"
         self.program, self.victim = tmp_path / "program", tmp_path / "victim"
         files = {
@@ -50,7 +50,7 @@ class Tree:
         (self.home / ".cargo/bin/hello").chmod(0o755)
         own = [self.program / ".env", state_dir(), config_dir()]
         self.boundary = Boundary(self.workspace, hidden_paths(self.home, self.workspace, own)[0],
-                                 network=network, abi=abi)
+                                 network=network, abi=abi, namespaces=namespaces)
         self.ws = Workspace(self.workspace, secret=KEY, boundary=self.boundary)
 
     def run(self, command: str, timeout: int = 20) -> str:
@@ -236,10 +236,18 @@ def test_with_the_network_turned_on_a_command_connects(tmp_path):
     assert output == "(no output)" and listener.reached == [b"key"]
 
 
-def test_a_command_cannot_signal_or_read_the_agent_it_runs_under(tmp_path):
-    """The agent here is the test's own process: outside the domain, so neither killed nor read."""
-    output = Tree(tmp_path).run(f"kill -0 {os.getpid()}; head -c 1 /proc/{os.getpid()}/mem; cat /proc/{os.getpid()}/fd/0")
-    assert output.count("Operation not permitted") == 1 and output.count("Permission denied") == 2, output
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "Landlock alone"])
+def test_a_command_cannot_signal_or_read_the_agent_it_runs_under(tmp_path, namespaces):
+    """The agent here is the test's own process: outside the domain, so neither killed nor read; inside a PID
+    namespace of its own, not even seen."""
+    if namespaces and not landlock.namespaces_work():
+        pytest.skip("this kernel makes no namespaces for this user")
+    tree = Tree(tmp_path, namespaces=namespaces)
+    output = tree.run(f"kill -0 {os.getpid()}; head -c 1 /proc/{os.getpid()}/mem; cat /proc/{os.getpid()}/fd/0")
+    if namespaces:
+        assert "kill: No such process" in output and output.count("No such file or directory") == 2, output
+    else:
+        assert output.count("Operation not permitted") == 1 and output.count("Permission denied") == 2, output
 
 
 def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
@@ -252,7 +260,7 @@ def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
     read = tree.run("cat ~/.ssh/id_ed25519")
     assert f"refused reading {tree.home}/.ssh/id_ed25519: commands may not read secret files" in read
     assert "(PLAINAGENT_SANDBOX=off in their settings" in read
-    signal = tree.run(f"kill -0 {os.getpid()}")
+    signal = Tree(tmp_path / "alone", namespaces=False).run(f"kill -0 {os.getpid()}")  # seen, but out of reach
     assert "refused a call on another process: commands may not look into, signal or change processes they did " \
         "not start" in signal
     assert "refused the network" in tree.run("{python} -c 'import socket; socket.create_connection((\"127.0.0.1\", 9))'")
@@ -268,8 +276,9 @@ def test_every_abi_up_to_this_kernels_is_enforced_as_far_as_it_goes(tmp_path, ab
     output = tree.run("echo x >> ../victim/notes.txt; rm ../victim/sub/deep.txt; echo in > app.py; cat app.py")
     assert "\nin\n(plainagent: the kernel sandbox refused writing " in output
     truncated = tree.run("{python} -c 'import os; os.truncate(\"../victim/notes.txt\", 0)'") == "(no output)"
-    assert truncated == (abi < 3)  # Landlock handles truncate(2) from ABI 3 on, and the start line says so
-    assert ("truncating a file anywhere" in tree.boundary.summary()) == (abi < 3)
+    # Landlock handles truncate(2) from ABI 3 on, and the start line says so; the namespaces' read-only mounts too
+    assert truncated == (abi < 3 and not tree.boundary.namespaces)
+    assert ("truncating a file anywhere" in tree.boundary.summary()) == (abi < 3 and not tree.boundary.namespaces)
     assert tree.outside()[str(tree.victim / "sub/deep.txt")] == b"keep me too\n"
     assert f"(Landlock ABI {abi})" in tree.boundary.summary()
 
@@ -448,7 +457,7 @@ def test_a_temp_folder_left_by_a_killed_session_goes_at_the_next_start(tmp_path,
     tree = Tree(tmp_path)
     tree.run("true")
     assert sorted(path.name for path in tmp_path.glob("plainagent-*")) == sorted([
-        f"plainagent-{os.getpid()}-abc", "plainagent-program", tree.boundary.tmpdir.name])
+        f"plainagent-{os.getpid()}-abc", "plainagent-program", tree.boundary.tmpdir.parent.name])
 
 
 def test_in_a_shut_folder_what_is_made_later_is_the_commands_too(tmp_path):
@@ -567,10 +576,10 @@ def test_a_command_whose_boundary_cannot_be_entered_does_not_run(tmp_path):
 
     not_a_ruleset = os.open(os.devnull, os.O_RDONLY)
     try:
-        process, tether = start(f"touch {tmp_path / 'ran'}", tmp_path, dict(os.environ),
-                                [str(not_a_ruleset), seccomp.seccomp_program(False).hex()])
+        process, tether, report = start(f"touch {tmp_path / 'ran'}", tmp_path, dict(os.environ),
+                                        [str(not_a_ruleset), seccomp.seccomp_program(False).hex()])
         output = process.communicate(timeout=20)[0].decode()
-        os.close(tether)
+        os.close(tether), os.close(report)
     finally:
         os.close(not_a_ruleset)
     assert process.returncode == 126 and not (tmp_path / "ran").exists()

@@ -39,6 +39,18 @@ def wait_for(condition, seconds: float = 20, every: float = 0.02):
     return None
 
 
+def host_pid(marker: str) -> int | None:
+    """The number, as this process sees it, of the process whose command line holds `marker` (a command in a PID
+    namespace of its own knows itself by another)."""
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except OSError:
+            continue
+    return None
+
+
 def alive(pid: int) -> bool:
     """Whether the process runs: a zombie (ended, not yet reaped by a parent that has gone) does not."""
     try:
@@ -107,7 +119,9 @@ def test_without_an_interpreter_for_the_tether_a_command_still_leads_its_own_gro
 def test_a_command_ends_when_the_agent_is_killed(install, project):
     """kill -9 of agent.py while its approved command runs: the command, two processes down (sh, then python),
     goes too. Before the tether it ran on, reparented to init, for its whole 600 s."""
-    sleeper = f"{sys.executable} -c \"import os, time; open('command.pid', 'w').write(str(os.getpid())); time.sleep(600)\""
+    # Found by a marker on its command line: inside a PID namespace of its own, its os.getpid() is another number.
+    sleeper = (f"{sys.executable} -c \"import time; open('command.pid', 'w').write('started'); time.sleep(600)\" "
+               f"marker-{os.getpid()}-kill")
     script = ["tool: run_command(" + json.dumps({"command": sleeper, "timeout": 600}) + ")"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
     env.update({"OPENAI_MODEL": "fake-model", "OPENAI_API_KEY": "sk-test-0123456789abcdef"})
@@ -119,7 +133,7 @@ def test_a_command_ends_when_the_agent_is_killed(install, project):
         try:
             written = wait_for(lambda: (project / "command.pid").is_file() and (project / "command.pid").read_text())
             assert written, agent.stderr.read1().decode() if agent.poll() is not None else "the command never started"
-            pid = int(written)
+            pid = host_pid(f"marker-{os.getpid()}-kill")
             assert alive(pid)
             agent.send_signal(signal.SIGKILL)
             agent.wait()

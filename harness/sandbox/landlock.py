@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import functools
 import os
+import re
 import shutil
 import stat
 import struct
@@ -95,7 +97,7 @@ class Boundary:
     """One session's kernel boundary for commands: what the ruleset grants, and the ruleset itself."""
 
     def __init__(self, workspace: Path, hidden: list[Path], writable: list[Path] = (), network: bool = False,
-                 abi: int | None = None, searched: bool = True):
+                 abi: int | None = None, searched: bool = True, namespaces: bool | None = None):
         self.abi = abi_version() if abi is None else abi
         self.workspace = Path(workspace)
         self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
@@ -105,7 +107,11 @@ class Boundary:
         self.network = network
         self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
+        self.shm: Path | None = None  # ... and beside it, what commands see as /dev/shm inside the namespaces
         self.held: dict[str, int | None] = {"fd": None}  # the ruleset's file descriptor, once built
+        # The walls after the command (tether.py's namespaces): where this kernel lets a process make them.
+        self.namespaces = namespaces_work() if namespaces is None and self.abi else bool(namespaces and self.abi)
+        self.own_code: list[Path] = []  # plainagent's own files where commands write: read-only to them
 
     # --- what it enforces, in words ---
 
@@ -114,7 +120,8 @@ class Boundary:
         if not self.abi:
             return "commands: no kernel sandbox here (Landlock unavailable); the guard rail only"
         extra = "".join([*(f", its repository's {folder}" for folder in self.git), *(f", {f}" for f in self.extra)])
-        truncate = "" if self.abi >= 3 else " (but truncating a file anywhere: that needs Landlock ABI 3)"
+        truncate = "" if self.abi >= 3 or self.namespaces else \
+            " (but truncating a file anywhere: that needs Landlock ABI 3)"
         net = "network allowed" if self.network else "no network" if self.abi >= 4 or seccomp_program(False) else \
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
         shut = self.shut_folders()
@@ -125,21 +132,46 @@ class Boundary:
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
                 f"{secrets} (Landlock ABI {self.abi})")
 
+    def walls(self) -> list[str]:
+        """The tether's WALLS (tether.py's namespaces) for the next command; none where the kernel makes none."""
+        if not self.namespaces:
+            return []
+        walls = [f"w:{folder}" for folder in self.writable() if folder != Path(SHARED_MEMORY)]
+        walls += [f"r:{path}" for path in self.read_only()]
+        return walls + ([f"shm:{self.shm}"] if self.shm else []) + ([] if self.network else ["sockets"])
+
+    def read_only(self) -> list[Path]:
+        """What stays read-only to commands inside the folders they write in: what acts later outside the walls
+        (git's hooks and config, in the workspace's repository and the one around it; the instructions the agent
+        loads), the pack files that hold the history (git writes a pack once and never changes it), and
+        plainagent's own code and interpreter when they are there (`own_code`)."""
+        folders = [self.workspace / ".git", *self.git]
+        found = [path for folder in folders if folder.is_dir() for path in git_parts(folder)]
+        found += [self.workspace / name for name in INSTRUCTION_FILES]
+        found += self.own_code
+        writable = self.writable()
+        # Each where it leads (a mount follows links); never a folder commands write in, nor one above it (a hooks
+        # folder swapped for a link to `..` must not make the workspace read-only).
+        real = [Path(os.path.realpath(path)) for path in found if os.path.lexists(path)]
+        return [path for path in dict.fromkeys(real) if not any(folder.is_relative_to(path) for folder in writable)]
+
     def present(self) -> list[Path]:
         """What is hidden and exists: a folder not there yet (the state folder, before the first session) would
         only shut the folder it would be made in."""
         return [path for path in self.hidden if os.path.lexists(path)]
 
     def writable(self) -> list[Path]:
-        return [self.workspace, *self.git, *self.extra, *([self.tmpdir] if self.tmpdir else []), Path(SHARED_MEMORY)]
+        made = [self.tmpdir, self.shm] if self.tmpdir else []
+        return [self.workspace, *self.git, *self.extra, *made, Path(SHARED_MEMORY)]
 
     def is_hidden(self, path: Path) -> bool:
         devices = path.is_relative_to("/dev") and str(path) not in DEVICES and not path.is_relative_to(SHARED_MEMORY)
         return devices or any(path.is_relative_to(hidden) for hidden in self.hidden)
 
     def may_write(self, path: Path) -> bool:
+        kept = self.read_only() if self.namespaces else []
         return any(path.is_relative_to(folder) for folder in self.writable()) and path.parent not in \
-            self.shut_folders() and not any(path.is_relative_to(hidden) for hidden in self.hidden)
+            self.shut_folders() and not any(path.is_relative_to(hidden) for hidden in [*self.hidden, *kept])
 
     def shut_folders(self) -> list[Path]:
         """The folders where commands write that hold something hidden (the workspace with the .env of the key in
@@ -155,8 +187,12 @@ class Boundary:
         for each command while a folder is shut: what was made in it since (by edit_file, say) needs its rule."""
         if self.tmpdir is None:
             remove_left_behind()
-            self.tmpdir = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))
-            weakref.finalize(self, close, self.held, self.tmpdir)  # when the session ends: at exit, or dropped
+            session = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))  # commands write in its two folders
+            self.tmpdir, self.shm = session / "tmp", session / "shm"
+            self.tmpdir.mkdir(), self.shm.mkdir(mode=0o1777)
+            self.shm_before = set(os.listdir(SHARED_MEMORY)) if not self.namespaces and os.path.isdir(SHARED_MEMORY) \
+                else None  # without namespaces, commands write in the real one: what they add goes at the end
+            weakref.finalize(self, close, self.held, session, self.shm_before)  # when the session ends, or dropped
         if self.held["fd"] is not None and self.shut_folders():
             os.close(self.held.pop("fd"))
         if self.held.get("fd") is None:
@@ -179,6 +215,58 @@ class Boundary:
         return fd
 
 
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".claude", ".cursor", ".cursorrules", ".github/instructions",
+                     ".github/copilot-instructions.md", ".husky")  # what agents (and husky) read at the workspace root
+MAX_PACKS = 500  # pack files bound read-only, at most: a repository with more is kept by the snapshot alone
+
+
+def git_parts(git: Path) -> list[Path]:
+    """The parts of a git folder a command must not change: what git runs or obeys (config, hooks, info/, a
+    submodule's or worktree's own), the folder core.hooksPath names, and the pack files."""
+    parts = [git / name for name in ("config", "config.worktree", "hooks", "info", "commondir")]
+    parts += [*git.glob("modules/**/config"), *git.glob("modules/**/hooks"), *git.glob("worktrees/*/config.worktree")]
+    for config in [git / "config", *git.glob("worktrees/*/config.worktree")]:
+        try:
+            text = config.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for found in re.finditer(r"(?im)^\s*hookspath\s*=\s*(.+?)\s*$", text):  # where a command pointed git
+            parts.append((git.parent / os.path.expanduser(found[1].strip('"'))).resolve())
+    try:
+        packs = sorted(entry.path for entry in os.scandir(git / "objects" / "pack") if entry.is_file())
+    except OSError:
+        packs = []
+    return parts + [Path(pack) for pack in packs[:MAX_PACKS]]
+
+
+@functools.cache
+def namespaces_work() -> bool:
+    """Whether this kernel lets this process make tether.py's namespaces (a user namespace too, where the user
+    lacks CAP_SYS_ADMIN): tried once, in a child, on a folder of its own. Ubuntu's AppArmor setting
+    kernel.apparmor_restrict_unprivileged_userns, or a container without the capability, says no."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    from harness.sandbox import tether
+
+    folder = tempfile.mkdtemp(prefix="plainagent-probe-")
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                tether.enter_namespaces([f"w:{folder}", f"r:{folder}"])
+                init = os.fork()
+                if init == 0:
+                    tether.inside_namespaces()
+                    os._exit(0)
+                code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+            finally:
+                os._exit(code)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        os.rmdir(folder)
+
+
 def remove_left_behind() -> None:
     """The temp folders of sessions whose process is gone (killed with -9: nothing ran at its end)."""
     for folder in Path(tempfile.gettempdir()).glob("plainagent-*-*"):
@@ -188,16 +276,46 @@ def remove_left_behind() -> None:
                 continue
             os.kill(pid, 0)  # there still (or its number taken since): left alone
         except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
         except (ValueError, OSError):  # not one of ours, or not ours to know about
             continue
 
 
-def close(held: dict, tmpdir: Path) -> None:
-    """A session's boundary, put away: its ruleset closed, its temp folder removed."""
+def close(held: dict, session: Path, shm_before: set[str] | None = None) -> None:
+    """A session's boundary, put away: its ruleset closed, its temp folders removed (whatever modes a command set
+    in them), and what commands added to the real /dev/shm where they wrote in it."""
     if held.get("fd") is not None:
         os.close(held["fd"])
-    shutil.rmtree(tmpdir, ignore_errors=True)
+    remove_tree(session)
+    if shm_before is not None:
+        try:
+            added = set(os.listdir(SHARED_MEMORY)) - shm_before
+        except OSError:
+            added = set()
+        for name in added:
+            path = Path(SHARED_MEMORY) / name
+            try:
+                if path.lstat().st_uid == os.getuid():  # another user's, or a process's of the user: not ours
+                    remove_tree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            except OSError:
+                continue
+
+
+def remove_tree(folder: Path) -> None:
+    """shutil.rmtree, after giving back the owner's rights on every folder in it, each before it is entered: a
+    command's `chmod 000 dir` must not leave the folder behind."""
+    def give_back(path: str) -> None:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):  # a folder, not a link to one (that may lead anywhere)
+                os.chmod(path, 0o700)
+        except OSError:
+            pass
+
+    give_back(str(folder))
+    for parent, names, _ in os.walk(folder):  # top-down: each folder is given back before it is listed
+        for name in names:
+            give_back(os.path.join(parent, name))
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def repository_outside(workspace: Path, writable: list[Path] = ()) -> list[Path]:

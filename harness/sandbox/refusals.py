@@ -25,8 +25,9 @@ NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve hos
                             r"failed to establish a new connection|no matching distribution|unable to access 'http")
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 # EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
+# EROFS: the namespaces' read-only mounts (tether.py); EBUSY: a rename over a file bound read-only there.
 REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
-                     r"invalid cross-device link|EXDEV")
+                     r"invalid cross-device link|EXDEV|read-only file system|EROFS|device or resource busy|EBUSY")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
 PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
 
@@ -48,6 +49,9 @@ def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1") -
         return None
     kind, what = reasons[0]
     writes = f"commands may write only inside the workspace{''.join(f', {f}' for f in boundary.extra)} and $TMPDIR"
+    if boundary.namespaces:
+        writes += (" (outside, nothing changes, not even a file's mode or times; inside, git's hooks and config, the "
+                   "instructions agents read and plainagent's own files stay as they are)")
     off = "PLAINAGENT_SANDBOX=off"
     wall, setting = {
         "write": (writes, "PLAINAGENT_SANDBOX_WRITE=DIR"),
@@ -76,6 +80,8 @@ def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) ->
         return ("device", f"using {path}")
     if path.is_relative_to("/proc") and not path.is_relative_to("/proc/self"):
         return ("signal", f"reading {path}")  # another process's environment, memory or files
+    if re.match(r"(?i)read-only|erofs", refused[0]):  # a read-only mount: the namespaces' wall for writing
+        return ("write", f"writing {path}")
     if boundary.is_hidden(path) or re.search(r"(?i)\bread|open", line):
         return ("read", f"reading {path}")
     return ("write", f"writing {path}")

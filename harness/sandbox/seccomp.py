@@ -32,7 +32,7 @@ SYSCALLS = {
 SYSCALLS["amd64"], SYSCALLS["arm64"] = SYSCALLS["x86_64"], SYSCALLS["aarch64"]
 
 
-def seccomp_program(network: bool) -> bytes:
+def seccomp_program(network: bool, unix: bool = True) -> bytes:
     """The seccomp program the tether installs (x86-64 and arm64; b"" elsewhere, where Landlock alone holds):
       - no call on another process (prlimit, renice, taskset, ... on the agent: Landlock's scopes stop signals
         and ptrace, not these), only on the command itself (pid 0);
@@ -40,7 +40,9 @@ def seccomp_program(network: bool) -> bytes:
       - no extended attribute or inode flag set (an ACL granting another user ~/.ssh/id_rsa, `chattr +a`): Landlock
         covers a file's content and names, not these, and a path is not seen here to tell inside from outside;
       - no io_uring, whose operations (sockets, extended attributes) do not pass through the calls refused here;
-      - without the network, no socket but a Unix one (UDP and raw are not Landlock's);
+      - without the network, no socket but a Unix one (UDP and raw are not Landlock's); and with `unix` False not
+        even that: where no mount namespace covers the socket files outside (a Docker daemon's, the ssh-agent's),
+        no path can be told apart here, so none is reached (socketpair, a call of its own, still works);
       - no call of another architecture (32-bit x86 on x86-64) or of x32: their numbers are other numbers."""
     numbers = SYSCALLS.get(os.uname().machine.lower())
     if numbers is None:
@@ -59,7 +61,7 @@ def seccomp_program(network: bool) -> bytes:
     # ENOSYS, as on a kernel without it.
     rules += [("io_uring_setup", [], enosys)]
     if not network:
-        rules += [("socket", [(16, 1)], eacces)]  # AF_UNIX is 1
+        rules += [("socket", [(16, 1)] if unix else [], eacces)]  # AF_UNIX is 1
     program = [op(LD, 4), op(JEQ, numbers["arch"], 1, 0), op(RET, eacces),  # another architecture's call
                op(LD, 0), op(JGE, 0x40000000, 0, 1), op(RET, eacces)]  # x32's numbers
     for name, checks, refusal in rules:  # each: the call by its number; allowed when every argument checked is so

@@ -37,6 +37,7 @@ SHOWN_MAX_BYTES = 2_000_000  # ... and the user can see with /show when the mode
 WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("tether.py")
+STOP_WAIT = 5  # seconds the tether has to end what a stopped command started, before its group is killed
 # How a result that is not a plain success begins. A command that succeeded is shown as its output alone, unless
 # the output begins like this: then its "exit code 0:" goes first, so no output can pass for a failure.
 STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
@@ -45,12 +46,14 @@ STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
 def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | None = None) -> str:
     """Run `command` with sh (cmd.exe on Windows), inside `boundary` if given; returns its output, after a status
     line unless it succeeded, as run_command's result."""
-    env = command_environment(os.environ, ws)
-    confine = []  # the tether's arguments that put the command inside the boundary: the ruleset, the seccomp program
+    env = command_environment(os.environ, ws, network=boundary is None or boundary.network)
+    confine = []  # the tether's arguments that put the command inside the boundary: the ruleset, the seccomp
+    # program, the namespaces' walls
     if boundary is not None and boundary.abi:
-        confine = [str(boundary.ruleset()), seccomp_program(boundary.network).hex()]
+        unix = boundary.network or boundary.namespaces  # without namespaces no socket file outside can be told apart
+        confine = [str(boundary.ruleset()), seccomp_program(boundary.network, unix).hex(), *boundary.walls()]
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
-    process, tether = start(command, ws.root, env, confine)
+    process, tether, report = start(command, ws.root, env, confine)
     output = HeadAndTail(SHOWN_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
     reader = threading.Thread(target=output.read_all, args=(process.stdout,), daemon=True)
@@ -59,11 +62,12 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         wait(process, timeout)
         status = exit_status(process.returncode)
     except subprocess.TimeoutExpired:
-        kill_tree(process)
-        process.wait()
-        status = f"killed after {timeout} s (timeout); the output so far"
+        stop(process, tether)
+        tether, status = None, f"killed after {timeout} s (timeout); the output so far"
     except BaseException:  # Ctrl-C while waiting: do not leave the command running behind the user's back
-        kill_tree(process)
+        stop(process, tether)
+        tether = None
+        ended_with(report)
         raise
     finally:
         if tether is not None:  # the command has ended (or been killed): the tether has nothing left to hold
@@ -72,6 +76,10 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact, OUTPUT_MAX_BYTES).removesuffix("\n")
     note = refusal_note(boundary, text, status) if confine else None  # a wall, not a glitch to try again
+    if n_ended := ended_with(report):
+        ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
+                "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
+        note = f"{note}\n{ended}" if note else ended
     result = as_result(status, f"{text}\n{note}" if note else text)
     if output.is_cut(OUTPUT_MAX_BYTES):  # the user can see what the model did not: /show
         whole = output.text(ws.redact).removesuffix("\n")
@@ -86,12 +94,22 @@ def as_result(status: str, text: str) -> str:
     return f"{status}:\n{text}" if text else f"{status.removesuffix('; the output so far')}; no output"
 
 
-def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace) -> dict[str, str]:
+# Variables that lead a program to a daemon's socket outside the walls (an ssh-agent that signs with the user's key,
+# a tmux server that runs a line outside, Docker's root): without the network, a command is not shown the way.
+SOCKET_VARIABLES = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "TMUX", "TMUX_PANE", "STY", "DOCKER_HOST",
+                    "CONTAINER_HOST", "DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS", "DISPLAY",
+                    "WAYLAND_DISPLAY", "XAUTHORITY", "PULSE_SERVER", "KITTY_LISTEN_ON", "WEZTERM_UNIX_SOCKET",
+                    "NVIM", "NVIM_LISTEN_ADDRESS", "VSCODE_IPC_HOOK_CLI", "ZELLIJ", "ZELLIJ_SESSION_NAME"}
+
+
+def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace, network: bool = True) -> dict[str, str]:
     """The environment a command runs with: the user's, as their own shell in the workspace would have it. Not
-    the key, nor any variable that holds it; and not plainagent's own virtual environment (the Quick start
-    activates it): the project's `python -m pytest` ran plainagent's Python, and a `pip install` would have gone
-    there. A venv that is the workspace's own stays: that one is the project's."""
-    env = {name: value for name, value in environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)}
+    the key, nor any variable that holds it; without the network, none that leads to a daemon's socket; and not
+    plainagent's own virtual environment (the Quick start activates it): the project's `python -m pytest` ran
+    plainagent's Python, and a `pip install` would have gone there. A venv that is the workspace's own stays:
+    that one is the project's."""
+    env = {name: value for name, value in environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)
+           and (network or name not in SOCKET_VARIABLES)}
     venv = env.get("VIRTUAL_ENV", "")
     if venv and os.path.realpath(venv) == os.path.realpath(sys.prefix) and not ws.contains(Path(venv).resolve()):
         scripts = os.path.join(venv, "Scripts" if WINDOWS else "bin")
@@ -102,30 +120,58 @@ def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace) ->
     return env
 
 
-def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None]:
+def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None,
+                                                                                         int | None]:
     """The command, started in a process group of its own; and, on POSIX, the agent's end of its tether (tether.py),
-    which only this process holds: when the agent ends, however it ends, the kernel closes it. `confine`: the
-    tether's arguments that put the command inside a kernel boundary (landlock.py)."""
+    which only this process holds: when the agent ends, however it ends, the kernel closes it; and the read end of
+    the tether's report (how many processes it ended with the command). `confine`: the tether's arguments that put
+    the command inside a kernel boundary (landlock.py)."""
     options = {"cwd": cwd, "env": env, "stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE,
                "stderr": subprocess.STDOUT}
     if WINDOWS:
         return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
-                                **options), None
+                                **options), None, None
     # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded).
     if not sys.executable or not hasattr(os, "killpg"):
         if confine:  # the tether is what enters the boundary: without it the command would run outside
             raise OSError(errno.ENOEXEC, "no Python to start the command inside the kernel sandbox with")
-        return subprocess.Popen(command, shell=True, start_new_session=True, **options), None
-    watch, tether = os.pipe()  # neither end is inherited, but the one passed on (pass_fds)
+        return subprocess.Popen(command, shell=True, start_new_session=True, **options), None, None
+    watch, tether = os.pipe()  # neither end is inherited, but the ones passed on (pass_fds)
+    report, told = os.pipe()
     try:
-        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), command, *confine],
-                                   pass_fds=(watch, *map(int, confine[:1])), start_new_session=True, **options)
+        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), str(told), command,
+                                    *confine], pass_fds=(watch, told, *map(int, confine[:1])), start_new_session=True,
+                                   **options)
     except BaseException:
-        os.close(tether)
+        os.close(tether), os.close(report)
         raise
     finally:
-        os.close(watch)
-    return process, tether
+        os.close(watch), os.close(told)
+    return process, tether, report
+
+
+def stop(process: subprocess.Popen, tether: int | None) -> None:
+    """Stop a command before its end (a timeout, Ctrl-C): its tether, told by its pipe closing, kills everything
+    below it (what left the process group too); then the group, and the tree on Windows."""
+    if tether is not None:
+        os.close(tether)
+        try:
+            process.wait(timeout=STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_tree(process)
+    process.wait()
+
+
+def ended_with(report: int | None) -> int:
+    """How many processes the tether ended with the command (0 without a tether)."""
+    if report is None:
+        return 0
+    try:
+        with os.fdopen(report, "rb") as file:  # the tether has ended: its end is closed, so this does not wait
+            return sum(int(line) for line in file.read(1000).split() if line.isdigit())
+    except (OSError, ValueError):
+        return 0
 
 
 def wait(process: subprocess.Popen, timeout: float) -> None:
