@@ -132,6 +132,20 @@ class Boundary:
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
                 f"{secrets} (Landlock ABI {self.abi})")
 
+    def afterwards(self) -> str:
+        """One line on what holds after a command, for the start line and /sandbox: the namespaces' walls, or
+        what stands without them."""
+        if not self.abi:
+            return ""
+        if self.namespaces:
+            sockets = "" if self.network else ", no Unix socket outside reached (Docker's, the ssh-agent's, tmux's)"
+            return ("after a command: nothing it started runs on; outside the workspace nothing changed, modes and "
+                    f"times included; git's hooks and config, AGENTS.md and plainagent's own files as they were{sockets}"
+                    " (mount and PID namespaces)")
+        sockets = "" if self.network else "; no Unix socket can be used at all"
+        return ("after a command: what it left running is ended (a subreaper); no namespaces here (this kernel or its "
+                f"settings refuse them to this user), so modes and times outside the workspace may change{sockets}")
+
     def walls(self) -> list[str]:
         """The tether's WALLS (tether.py's namespaces) for the next command; none where the kernel makes none."""
         if not self.namespaces:

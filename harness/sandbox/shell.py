@@ -80,10 +80,10 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
                 "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
         note = f"{note}\n{ended}" if note else ended
-    result = as_result(status, f"{text}\n{note}" if note else text)
+    result = as_result(status, "\n".join(filter(None, [text, note])))
     if output.is_cut(OUTPUT_MAX_BYTES):  # the user can see what the model did not: /show
         whole = output.text(ws.redact).removesuffix("\n")
-        ws.uncut = (result, as_result(status, f"{whole}\n{note}" if note else whole))
+        ws.uncut = (result, as_result(status, "\n".join(filter(None, [whole, note]))))
     return result
 
 

@@ -41,6 +41,7 @@ SECURE_NOROOT_LOCKED = 0b11  # SECBIT_NOROOT and its lock: uid 0 gains no capabi
 LANDLOCK_ADD_RULE, LANDLOCK_RESTRICT_SELF = 445, 446  # the same numbers on every architecture
 LANDLOCK_READ = 0b1101  # EXECUTE, READ_FILE and READ_DIR (landlock.py's READ)
 RLIMIT_NPROC = 6
+GRACE = 0.2  # seconds for what ends on its own once the shell has ended, before it is ended
 MAX_PROCESSES = 4096  # a command's processes at once, beside what the user already runs: a fork loop stops there
 SHELL = "/system/bin/sh" if hasattr(sys, "getandroidapilevel") else "/bin/sh"  # subprocess's shell=True choice
 GROUP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")  # a command that signals its own group must not cut the tether
@@ -74,6 +75,7 @@ def main() -> None:
             os._exit(137)
         if woken in ready:
             os.read(woken, 512)
+    settle(lambda: descendants(os.getpid()))
     n_ended = end_descendants()
     if n_ended:
         os.write(report, f"{n_ended}\n".encode())
@@ -129,7 +131,9 @@ def run_init(command: str, report: int) -> int:
             return 1
         if pid == shell:
             break
-    n_left = sum(1 for name in os.listdir("/proc") if name.isdigit() and name != "1" and not zombie(int(name)))
+    others = lambda: [name for name in os.listdir("/proc") if name.isdigit() and name != "1" and not zombie(int(name))]
+    settle(others)
+    n_left = len(others())
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:
@@ -282,6 +286,19 @@ def descendants(root: int) -> dict[int, str]:
     return below
 
 
+def settle(left: callable) -> None:
+    """A moment for what ends on its own once the shell is gone (multiprocessing's forkserver, a pipe's reader),
+    before what is `left()` is ended and counted."""
+    deadline = time.monotonic() + GRACE
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.01)
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:  # what ended meanwhile is reaped, so it is not seen as left
+                pass
+        except ChildProcessError:
+            pass
+
+
 def zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
@@ -330,7 +347,10 @@ def enter_namespaces(walls: list[str]) -> None:
         check(set_attributes(path, 0, MOUNT_ATTR_RDONLY), path)
     for path in readonly:
         check(set_attributes(path, MOUNT_ATTR_RDONLY, 0), path)
-    os.chdir(os.getcwd())  # the working folder, found again by its name: on the mounts just made, not under them
+    try:
+        os.chdir(os.getcwd())  # the working folder, found again by its name: on the mounts just made, not under them
+    except OSError:  # a folder this user may not look up (the probe's): nothing runs there
+        pass
 
 
 def inside_namespaces(ruleset: int | None = None) -> None:
