@@ -33,10 +33,12 @@ if __name__ == "__main__":
 
 import prompt  # the words the model reads
 from harness.cli.commands import answered, repl
-from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task
+from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task, writable_by_commands
 from harness.cli.display import LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user
+from harness.common.own_code import CHECKOUT, load_everything
+from harness.common.programs import distrust, is_writable
 from harness.history.context import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
@@ -45,6 +47,7 @@ from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
 from harness.sandbox import ToolError
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
+from harness.sandbox.history_keeper import HistoryKeeper, git_folder
 from harness.sandbox.permissions import Permissions, describe_mode
 from harness.sandbox.workspace import Workspace
 from tools import TOOLS, CallResult, Toolbox
@@ -247,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
         task = read_task(args.prompt) if args.prompt is not None else None
         show_start(config, boundary := command_boundary(config))  # from here on nothing shown holds the key
+        distrust(writable_by_commands(config, boundary))  # plainagent runs no program found where commands write
+        if is_writable(CHECKOUT):  # plainagent's own code among them (-C on itself): none of it is read later
+            load_everything()
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
         log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything
@@ -258,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
-                          boundary=boundary)  # every command inside the kernel's walls, where it has any (landlock.py)
+                          boundary=boundary,  # every command inside the kernel's walls, where it has any (landlock.py)
+                          history_keeper=HistoryKeeper(git_folder(config.workspace)))  # git's history survives them
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))

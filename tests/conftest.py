@@ -23,6 +23,7 @@ from fake_endpoint import install_program  # noqa: E402  (found through the path
 
 import agent  # noqa: E402
 from harness.cli import display, escapes  # noqa: E402
+from harness.common import programs  # noqa: E402
 from harness.common.redaction import Secret  # noqa: E402
 
 # Started in the background by a script, this process ignores Ctrl-C, and so would every agent it starts (an
@@ -86,6 +87,7 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     monkeypatch.setattr(escapes, "secret", Secret())  # what main() sets for the screen goes with the test
     monkeypatch.setattr(display, "active", None)
     monkeypatch.setattr(display, "last_result", None)  # /show's: a run starts with none
+    monkeypatch.setattr(programs, "writable", [])  # the folders main() distrusts go with the test that ran it
     # git reads the developer's ~/.gitconfig (core.excludesFile) and /etc/gitconfig: never in a test.
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(nothing_of_the_user / "gitconfig"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")

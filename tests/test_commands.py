@@ -3,6 +3,7 @@ output too, where the model was given only its head and tail), and /diff, this r
 diff, from before the agent's first write to each file to what it holds now. Both are escaped like the activity
 log, and a text taller than the terminal goes through the user's pager."""
 
+import os
 import sys
 
 import pytest
@@ -11,6 +12,7 @@ from agent import build_session
 from harness.cli import commands
 from harness.cli.commands import run_slash_command
 from harness.cli.config import Config
+from harness.common.programs import distrust
 from harness.parser.toolcalls import ToolCall
 from harness.sandbox.workspace import Workspace
 
@@ -116,5 +118,40 @@ def test_a_pager_that_cannot_run_leaves_the_text_in_the_log(session, monkeypatch
     monkeypatch.setattr(commands, "log", lambda line: None)
     (session.tools.workspace.root / "a.txt").write_text("".join(f"{n}\n" for n in range(10)))
     call(session, "read_file", path="a.txt")
-    assert run_slash_command(session, "/show") == ("(the pager 'no-such-pager-here' could not run (exit code 127); here "
-                                                   "it is:)\n" + "\n".join(map(str, range(10))))
+    assert run_slash_command(session, "/show") == ("(the pager 'no-such-pager-here' was not run: no such program on "
+                                                   "PATH.)\nThe last tool result, whole: 10 lines, 19 bytes:\n"
+                                                   + "\n".join(map(str, range(10))))
+
+
+# A pager a command could have written, which would run as the user, outside the walls: each leaves a marker if run.
+PLANTED = "#!/bin/sh\necho ran >> {marker}\ncat > /dev/null\n"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the planted pager is a POSIX script")
+@pytest.mark.parametrize("where", ["named", "on PATH"])
+def test_a_pager_inside_the_workspace_is_not_run_and_the_text_is_shown(session, tmp_path, monkeypatch, where):
+    """PAGER naming a program in the workspace, or `less` found only there (.venv/bin first on PATH): one line
+    says why it was not run, then the header and the text, as without a terminal."""
+    root, marker = session.tools.workspace.root, tmp_path / "ran"
+    less = root / ".venv/bin/less"
+    less.parent.mkdir(parents=True)
+    less.write_text(PLANTED.format(marker=marker))
+    less.chmod(0o755)
+    distrust([root])  # as main() does
+    if where == "named":
+        monkeypatch.setenv("PAGER", f"{less} -R")
+    else:
+        monkeypatch.setenv("PAGER", "less")
+        monkeypatch.setenv("PATH", str(less.parent))
+    monkeypatch.setenv("LINES", "5")
+    monkeypatch.setattr(commands, "at_terminal", lambda: True)
+    logged = []
+    monkeypatch.setattr(commands, "log", logged.append)
+    (root / "a.txt").write_text("".join(f"{n}\n" for n in range(10)))
+    call(session, "read_file", path="a.txt")
+    shown = run_slash_command(session, "/show")
+    pager = f"{less} -R" if where == "named" else "less"
+    assert shown == (f"(the pager {pager!r} was not run: {less} lies in a folder commands may write, and plainagent "
+                     "runs no program from there.)\nThe last tool result, whole: 10 lines, 19 bytes:\n"
+                     + "\n".join(map(str, range(10))))
+    assert logged == [] and not marker.exists()

@@ -56,8 +56,8 @@ def test_in_yes_mode_a_command_that_would_remove_the_parent_folder_removes_nothi
     with FakeEndpoint(script) as endpoint:
         done = agent_here(agent_home, project, endpoint, "-p", "clean the parent build folder", "--yes")
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines()[1] == (f"commands: writes only inside the workspace and a private TMPDIR, no "
-                                           f"network, secrets unreadable (Landlock ABI {abi_version()})")
+    assert done.stderr.splitlines()[1].startswith(f"commands: writes only inside the workspace and a private TMPDIR, "
+                                                  f"no network, secrets unreadable (Landlock ABI {abi_version()}); ")
     assert (tmp_path / "home/.bashrc").read_bytes() == (tmp_path / "neighbour/keep.txt").read_bytes() == b"keep\n"
     assert agent_home.is_dir() and project.is_dir()  # what was in the workspace was its to remove; not the folder
     removal, append = results_sent(endpoint, 1)[0]["output"], results_sent(endpoint, 2)[0]["output"]
@@ -96,11 +96,13 @@ def test_sandbox_says_what_commands_can_touch(agent_home, project, tmp_path):
     assert lines[1].startswith("commands: ") and lines.count(lines[1]) == 2  # said at the start and again
     shown = lines[lines.index(lines[1], 2):]
     if abi_version():
-        assert shown[1:4] == [f"  may write in: {project}, TMPDIR (a folder made at the first command), /dev/shm",
+        shm = "/dev/shm (the session's own)" if namespaces_work() else "/dev/shm"
+        assert shown[1:4] == [f"  may write in: {project}, TMPDIR (a folder made at the first command), {shm}",
                               f"  may not read: {tmp_path}/state/plainagent, ~/.ssh; "
                               "/dev but its common devices",
                               "  network: none, localhost included"]
-    assert shown[4 if abi_version() else 1] == ("  to change: PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or "
+        assert shown[4].startswith("  after a command: nothing it started ")
+    assert shown[5 if abi_version() else 1] == ("  to change: PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or "
                          f"PLAINAGENT_SANDBOX=off, in the .env beside agent.py ({agent_home / '.env'}) or the "
                          "environment; plainagent takes them up when it starts again (--resume goes on with this "
                          "session).")

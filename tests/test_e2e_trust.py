@@ -15,10 +15,11 @@ from test_e2e import KEY
 from test_e2e_sessions import start_agent
 
 
-def agent(install, project, endpoint, *argv, stdin=None, extra_env=None):
+def agent(install, project, endpoint, *argv, stdin=None, extra_env=None, argv0=None):
+    """agent.py run as a user runs it (or the Python `argv0` runs instead, given the same arguments)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY, **(extra_env or {})})
-    return subprocess.run([sys.executable, str(install / "agent.py"), *argv], cwd=project, env=env, input=stdin,
+    return subprocess.run([sys.executable, *(argv0 or [str(install / "agent.py")]), *argv], cwd=project, env=env, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 

@@ -17,6 +17,7 @@ import pytest
 from harness.common.directories import config_dir, state_dir
 from harness.sandbox import landlock, seccomp
 from harness.sandbox.landlock import Boundary, hidden_paths
+from harness.sandbox.namespaces import namespaces_work
 from harness.sandbox.refusals import refusal_note
 from harness.sandbox.shell import run_shell
 from harness.sandbox.workspace import Workspace
@@ -240,7 +241,7 @@ def test_with_the_network_turned_on_a_command_connects(tmp_path):
 def test_a_command_cannot_signal_or_read_the_agent_it_runs_under(tmp_path, namespaces):
     """The agent here is the test's own process: outside the domain, so neither killed nor read; inside a PID
     namespace of its own, not even seen."""
-    if namespaces and not landlock.namespaces_work():
+    if namespaces and not namespaces_work():
         pytest.skip("this kernel makes no namespaces for this user")
     tree = Tree(tmp_path, namespaces=namespaces)
     output = tree.run(f"kill -0 {os.getpid()}; head -c 1 /proc/{os.getpid()}/mem; cat /proc/{os.getpid()}/fd/0")

@@ -22,11 +22,12 @@ from test_landlock import ABI, PYTHON, Tree
 from test_shell import alive, host_pid, wait_for
 
 from harness.sandbox import landlock, seccomp
+from harness.sandbox.namespaces import close, namespaces_work
 from harness.sandbox.shell import SOCKET_VARIABLES, command_environment
 from harness.sandbox.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not ABI, reason="this kernel offers no Landlock")
-NAMESPACES = bool(ABI) and landlock.namespaces_work()
+NAMESPACES = bool(ABI) and namespaces_work()
 needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="this kernel makes no namespaces for this user")
 BOTH = pytest.mark.parametrize("namespaces", [pytest.param(True, marks=needs_namespaces), False],
                                ids=["namespaces", "subreaper"])
@@ -272,7 +273,7 @@ def test_what_a_command_leaves_in_dev_shm_or_tmpdir_goes_with_the_session(tmp_pa
                     "echo made") == "made"
     assert os.path.exists(f"/dev/shm/{name}") == (not namespaces)  # in the namespaces, the session's own /dev/shm
     session = tree.boundary.tmpdir.parent
-    landlock.close(tree.boundary.held, session, tree.boundary.shm_before)
+    close(tree.boundary.held, session, tree.boundary.shm_before)
     assert not session.exists() and not os.path.exists(f"/dev/shm/{name}")
 
 

@@ -23,6 +23,7 @@ from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
 from harness.cli.escapes import escape
 from harness.cli.terminal import ASKED_EVEN_WITH_YES
+from harness.common.programs import find_program, refused_copy, trusted_path
 from harness.common.words import count
 from harness.model.replies import ChatError
 from harness.sandbox import ToolError
@@ -204,16 +205,34 @@ def slash_show(session, argument: str) -> str:
 def paged(header: str, text: str) -> str:
     """What a command returns to show `header` and a text that may be long: both, or, at a terminal where the
     text is taller than the screen, "" once the header is logged and the text shown in the user's pager ($PAGER,
-    else less), escaped as log() escapes it. Without a pager that runs, the text is logged after all."""
+    else less), escaped as log() escapes it. Without a pager that runs, the text is logged after all, after a line
+    saying why. A pager found only in a folder commands may write (programs.py) is not run: it would run as the
+    user, outside the walls, whatever a command put there."""
     if not at_terminal() or len(split_lines(text)) + 2 <= shutil.get_terminal_size().lines:
         return f"{header}\n{text}"
-    command = os.environ.get("PAGER") or ("less" if shutil.which("less") else "")
-    if not command:
-        return f"{header}\n{text}"
+    setting = os.environ.get("PAGER", "")
+    try:
+        words = shlex.split(setting) or ["less"]
+    except ValueError:  # an unclosed quote
+        return f"(the pager {setting!r} was not run: it cannot be read as a command.)\n{header}\n{text}"
+    program = find_program(words[0])
+    if program is None:
+        if not setting:  # no less: nothing was asked for, so nothing to explain
+            return f"{header}\n{text}"
+        found = refused_copy(words[0])
+        why = (f"{found} lies in a folder commands may write, and plainagent runs no program from there" if found
+               else "no such program on PATH")
+        return f"(the pager {setting!r} was not run: {why}.)\n{header}\n{text}"
     log(header.removesuffix(":") + " (in the pager: q leaves it):")
-    # LESS as git sets it: leave at once when it fits a screen (F), and leave the text on the screen (X).
-    pager = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, env={"LESS": "FRX", **os.environ},
-                             encoding="utf-8", errors="backslashreplace")  # the user's own setting, as git runs it
+    # LESS as git sets it: leave at once when it fits a screen (F), and leave the text on the screen (X). Run as
+    # words, not through a shell: the program is the one found above, and what it starts is found on PATH's
+    # trusted entries only.
+    env = {"LESS": "FRX", **os.environ, "PATH": trusted_path()}
+    try:
+        pager = subprocess.Popen([program, *words[1:]], stdin=subprocess.PIPE, env=env, encoding="utf-8",
+                                 errors="backslashreplace")
+    except OSError as error:
+        return f"(the pager {setting or 'less'!r} could not run: {error.strerror or error}; here it is:)\n{text}"
     try:
         with pager.stdin:
             pager.stdin.write(escape(text, keep="\n\t") + "\n")
@@ -221,13 +240,10 @@ def paged(header: str, text: str) -> str:
         pass
     while True:
         try:
-            code = pager.wait()
-            break
+            pager.wait()
+            return ""
         except KeyboardInterrupt:  # Ctrl-C is the pager's (less stops a search with it): wait until it ends
             continue
-    if code in (126, 127):  # the shell found no such program, or could not run it
-        return f"(the pager {command!r} could not run (exit code {code}); here it is:)\n{text}"
-    return ""
 
 
 def at_terminal() -> bool:
@@ -276,9 +292,11 @@ def slash_sandbox(session, argument: str) -> str:
                        for path in boundary.present())
         temp = boundary.tmpdir or "a folder made at the first command"
         writable = ", ".join(map(str, [boundary.workspace, *boundary.git, *boundary.extra]))
-        line += "\n".join(["", f"  may write in: {writable}, TMPDIR ({temp}), /dev/shm",
+        shm = "/dev/shm (the session's own)" if boundary.namespaces else "/dev/shm"
+        line += "\n".join(["", f"  may write in: {writable}, TMPDIR ({temp}), {shm}",
                            f"  may not read: {', '.join(short) or 'nothing found'}; /dev but its common devices",
-                           "  network: " + ("allowed" if boundary.network else "none, localhost included")])
+                           "  network: " + ("allowed" if boundary.network else "none, localhost included"),
+                           "  " + boundary.afterwards()])
     return (f"{line}\n  to change: {SETTINGS}, in the .env beside agent.py ({config.env_file}) or the environment; "
             "plainagent takes them up when it starts again (--resume goes on with this session).")
 

@@ -27,6 +27,7 @@ from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.common.directories import config_dir, state_dir
 from harness.common.hosts import is_local, parse_hosts, shown_url
+from harness.common.own_code import own_code
 from harness.common.redaction import Secret, redact
 from harness.sandbox.documents import is_text
 from harness.sandbox.guard import parse_rules
@@ -358,7 +359,15 @@ def command_boundary(config: Config) -> Boundary | None:
             config.notes.append(f"plainagent: PLAINAGENT_SANDBOX_WRITE names {folder}, which is not a folder: commands "
                                 "cannot write there (make it, then start plainagent again).")
     hidden, searched = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
-    return Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network, searched=searched)
+    boundary = Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network, searched=searched)
+    boundary.own_code = own_code(boundary.writable())  # plainagent's checkout or Python where commands write: kept
+    return boundary
+
+
+def writable_by_commands(config: Config, boundary: Boundary | None) -> list[Path]:
+    """The folders commands may write in: the boundary's; with the sandbox off, at least the workspace and
+    PLAINAGENT_SANDBOX_WRITE's (and anything else the user may write, which no list can hold)."""
+    return boundary.writable() if boundary is not None else [config.workspace, *config.sandbox_write]
 
 
 def read_task(prompt: str) -> str:

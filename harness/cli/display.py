@@ -313,7 +313,7 @@ def describe_boundary(boundary: Boundary | None, config) -> str:
     if boundary is None:
         where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
         return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the guard rail only"
-    return "\n".join(filter(None, [boundary.summary(), boundary.afterwards()]))
+    return boundary.summary() + boundary.afterwards(short=True)
 
 
 def show_start(config, boundary: Boundary | None) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 import subprocess
 from pathlib import Path
+
+from harness.common.programs import find_program, trusted_path
 
 # Directories that hold tools' output, not the project: listing or searching them only burns tokens.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox",
@@ -66,12 +67,16 @@ def run_git(folder: Path, arguments: list[str]) -> subprocess.CompletedProcess |
     repository a command may have prepared: nothing in its configuration may make git run a program.
     core.fsmonitor names one; a "promisor" remote of a partial clone is fetched from when an object is missing,
     and its uploadpack (or core.sshCommand) runs a program: no transport at all (protocol.allow=never,
-    GIT_NO_LAZY_FETCH from git 2.45)."""
-    if shutil.which("git") is None:  # no git: do not start a process only to learn it (each walk asks)
+    GIT_NO_LAZY_FETCH from git 2.45). Nor may the git be one a command wrote (`.venv/bin/git`, first on PATH):
+    it is found outside every folder commands write in (programs.py), or there is no git."""
+    git = find_program("git")
+    if git is None:  # no git (that may be run): do not start a process only to learn it (each walk asks)
         return None
-    command = ["git", "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", *arguments]
-    # Without the key: a process's starting environment is readable by every other process of the user.
-    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"} | {"GIT_NO_LAZY_FETCH": "1"}
+    command = [git, "-c", "core.fsmonitor=false", "-c", "protocol.allow=never", *arguments]
+    # Without the key: a process's starting environment is readable by every other process of the user. And with
+    # PATH's trusted entries only, for what git itself starts.
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"} | {
+        "GIT_NO_LAZY_FETCH": "1", "PATH": trusted_path()}
     try:
         return subprocess.run(command, cwd=folder, env=env, capture_output=True, stdin=subprocess.DEVNULL,
                               timeout=GIT_TIMEOUT)

@@ -33,10 +33,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
-import functools
 import os
-import re
-import shutil
 import stat
 import struct
 import sys
@@ -44,6 +41,8 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from harness.sandbox.namespaces import INSTRUCTION_FILES, SHARED_MEMORY, close, git_parts, namespaces_work, \
+    remove_left_behind
 from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.secret_files import is_secret
 
@@ -62,7 +61,6 @@ BIND_TCP, CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 # Devices a command reads or writes as a matter of course; the rest of /dev (disks, terminals) is out of reach.
 DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
-SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
 HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.config/gh/hosts.yml is 3 down)
 HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
 SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
@@ -132,11 +130,15 @@ class Boundary:
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
                 f"{secrets} (Landlock ABI {self.abi})")
 
-    def afterwards(self) -> str:
-        """One line on what holds after a command, for the start line and /sandbox: the namespaces' walls, or
-        what stands without them."""
+    def afterwards(self, short: bool = False) -> str:
+        """What holds after a command: the namespaces' walls, or what stands without them. `short`: the clause the
+        start line ends with; else the sentence /sandbox shows."""
         if not self.abi:
             return ""
+        if short:
+            return ("; nothing a command starts outlives it, and git's hooks and config and all outside stay as they "
+                    "were (namespaces)") if self.namespaces else (
+                "; nothing a command starts outlives it (no namespaces here: modes and times outside may change)")
         if self.namespaces:
             sockets = "" if self.network else ", no Unix socket outside reached (Docker's, the ssh-agent's, tmux's)"
             return ("after a command: nothing it started runs on; outside the workspace nothing changed, modes and "
@@ -227,109 +229,6 @@ class Boundary:
             os.close(fd)
             raise
         return fd
-
-
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".claude", ".cursor", ".cursorrules", ".github/instructions",
-                     ".github/copilot-instructions.md", ".husky")  # what agents (and husky) read at the workspace root
-MAX_PACKS = 500  # pack files bound read-only, at most: a repository with more is kept by the snapshot alone
-
-
-def git_parts(git: Path) -> list[Path]:
-    """The parts of a git folder a command must not change: what git runs or obeys (config, hooks, info/, a
-    submodule's or worktree's own), the folder core.hooksPath names, and the pack files."""
-    parts = [git / name for name in ("config", "config.worktree", "hooks", "info", "commondir")]
-    parts += [*git.glob("modules/**/config"), *git.glob("modules/**/hooks"), *git.glob("worktrees/*/config.worktree")]
-    for config in [git / "config", *git.glob("worktrees/*/config.worktree")]:
-        try:
-            text = config.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for found in re.finditer(r"(?im)^\s*hookspath\s*=\s*(.+?)\s*$", text):  # where a command pointed git
-            parts.append((git.parent / os.path.expanduser(found[1].strip('"'))).resolve())
-    try:
-        packs = sorted(entry.path for entry in os.scandir(git / "objects" / "pack") if entry.is_file())
-    except OSError:
-        packs = []
-    return parts + [Path(pack) for pack in packs[:MAX_PACKS]]
-
-
-@functools.cache
-def namespaces_work() -> bool:
-    """Whether this kernel lets this process make tether.py's namespaces (a user namespace too, where the user
-    lacks CAP_SYS_ADMIN): tried once, in a child, on a folder of its own. Ubuntu's AppArmor setting
-    kernel.apparmor_restrict_unprivileged_userns, or a container without the capability, says no."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return False
-    from harness.sandbox import tether
-
-    folder = tempfile.mkdtemp(prefix="plainagent-probe-")
-    try:
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                tether.enter_namespaces([f"w:{folder}", f"r:{folder}"])
-                init = os.fork()
-                if init == 0:
-                    tether.inside_namespaces()
-                    os._exit(0)
-                code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
-            finally:
-                os._exit(code)
-        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
-    finally:
-        os.rmdir(folder)
-
-
-def remove_left_behind() -> None:
-    """The temp folders of sessions whose process is gone (killed with -9: nothing ran at its end)."""
-    for folder in Path(tempfile.gettempdir()).glob("plainagent-*-*"):
-        try:
-            pid = int(folder.name.split("-")[1])
-            if folder.stat().st_uid != os.getuid():
-                continue
-            os.kill(pid, 0)  # there still (or its number taken since): left alone
-        except ProcessLookupError:
-            remove_tree(folder)
-        except (ValueError, OSError):  # not one of ours, or not ours to know about
-            continue
-
-
-def close(held: dict, session: Path, shm_before: set[str] | None = None) -> None:
-    """A session's boundary, put away: its ruleset closed, its temp folders removed (whatever modes a command set
-    in them), and what commands added to the real /dev/shm where they wrote in it."""
-    if held.get("fd") is not None:
-        os.close(held["fd"])
-    remove_tree(session)
-    if shm_before is not None:
-        try:
-            added = set(os.listdir(SHARED_MEMORY)) - shm_before
-        except OSError:
-            added = set()
-        for name in added:
-            path = Path(SHARED_MEMORY) / name
-            try:
-                if path.lstat().st_uid == os.getuid():  # another user's, or a process's of the user: not ours
-                    remove_tree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
-            except OSError:
-                continue
-
-
-def remove_tree(folder: Path) -> None:
-    """shutil.rmtree, after giving back the owner's rights on every folder in it, each before it is entered: a
-    command's `chmod 000 dir` must not leave the folder behind."""
-    def give_back(path: str) -> None:
-        try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):  # a folder, not a link to one (that may lead anywhere)
-                os.chmod(path, 0o700)
-        except OSError:
-            pass
-
-    give_back(str(folder))
-    for parent, names, _ in os.walk(folder):  # top-down: each folder is given back before it is listed
-        for name in names:
-            give_back(os.path.join(parent, name))
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def repository_outside(workspace: Path, writable: list[Path] = ()) -> list[Path]:

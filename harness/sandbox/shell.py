@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.common.programs import find_program, tether_python
 from harness.sandbox.landlock import Boundary
 from harness.sandbox.refusals import refusal_note
 from harness.sandbox.seccomp import seccomp_program
@@ -38,6 +39,9 @@ WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("tether.py")
 STOP_WAIT = 5  # seconds the tether has to end what a stopped command started, before its group is killed
+# Read once, as the agent starts, and run with -c: a command that changed tether.py on disk (`if boundary:` made
+# `if False:`) would otherwise have run every later command outside the walls.
+TETHER_SOURCE = TETHER.read_text(encoding="utf-8")
 # How a result that is not a plain success begins. A command that succeeded is shown as its output alone, unless
 # the output begins like this: then its "exit code 0:" goes first, so no output can pass for a failure.
 STATUS_LINE = re.compile(r"exit code \d|killed after |killed by signal ")
@@ -53,6 +57,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         unix = boundary.network or boundary.namespaces  # without namespaces no socket file outside can be told apart
         confine = [str(boundary.ruleset()), seccomp_program(boundary.network, unix).hex(), *boundary.walls()]
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
+    if ws.history_keeper is not None:
+        ws.history_keeper.before_command()  # at the first command, the history as it was (history_keeper.py)
     process, tether, report = start(command, ws.root, env, confine)
     output = HeadAndTail(SHOWN_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
@@ -80,6 +86,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
                 "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
         note = f"{note}\n{ended}" if note else ended
+    if ws.history_keeper is not None and (put_back := ws.history_keeper.after_command()):
+        note = f"{note}\n{put_back}" if note else put_back
     result = as_result(status, "\n".join(filter(None, [text, note])))
     if output.is_cut(OUTPUT_MAX_BYTES):  # the user can see what the model did not: /show
         whole = output.text(ws.redact).removesuffix("\n")
@@ -131,17 +139,22 @@ def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ())
     if WINDOWS:
         return subprocess.Popen(command, shell=True, creationflags=subprocess.CREATE_NEW_PROCESS_GROUP,
                                 **options), None, None
-    # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded).
-    if not sys.executable or not hasattr(os, "killpg"):
+    # No process group to kill (which is what the tether does), or no interpreter to run it with (Python embedded,
+    # or one a command may have replaced, off Linux: programs.py).
+    python = tether_python()
+    if python is None or not hasattr(os, "killpg"):
         if confine:  # the tether is what enters the boundary: without it the command would run outside
-            raise OSError(errno.ENOEXEC, "no Python to start the command inside the kernel sandbox with")
+            raise OSError(errno.ENOEXEC, "no Python to start the command inside the kernel sandbox with" if not
+                          sys.executable else f"no Python to start the tether with: {sys.executable} lies in a folder "
+                          "commands may write, and only Linux can run this process's own binary instead")
         return subprocess.Popen(command, shell=True, start_new_session=True, **options), None, None
     watch, tether = os.pipe()  # neither end is inherited, but the ones passed on (pass_fds)
     report, told = os.pipe()
     try:
-        process = subprocess.Popen([sys.executable, "-I", "-S", str(TETHER), str(watch), str(told), command,
-                                    *confine], pass_fds=(watch, told, *map(int, confine[:1])), start_new_session=True,
-                                   **options)
+        # argv[0] stays the name Python was started by, so the tether's Python finds its standard library as ours.
+        process = subprocess.Popen([sys.executable or python, "-I", "-S", "-c", TETHER_SOURCE, str(watch), str(told),
+                                    command, *confine], executable=python,
+                                   pass_fds=(watch, told, *map(int, confine[:1])), start_new_session=True, **options)
     except BaseException:
         os.close(tether), os.close(report)
         raise
@@ -282,9 +295,11 @@ def cut_lines(result: str) -> tuple[int, int, int] | None:
 def kill_tree(process: subprocess.Popen) -> None:
     """Kill the command and everything it started: its process group on POSIX, its process tree on Windows."""
     if WINDOWS:  # no process group to signal: taskkill walks the tree down from the shell
+        taskkill = find_program("taskkill")  # not one a command left in the workspace (Windows looks there first)
         try:
-            subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)], stdin=subprocess.DEVNULL,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
+            if taskkill is not None:
+                subprocess.run([taskkill, "/T", "/F", "/PID", str(process.pid)], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30)
         except (OSError, subprocess.TimeoutExpired):  # no taskkill: the shell at least
             pass
         process.kill()  # nothing, when taskkill ended it

@@ -1,35 +1,33 @@
 """The tether between the agent and a command it runs: on POSIX, the command ends when the agent does, and nothing
 the command started outlives it.
 
-The failures it prevents: after `kill -9` of the agent (or a crash, or its terminal closed), an approved command (a
-test suite, a server, a `sleep 1000`) went on running with nobody left to read its output or stop it; and a
-command's `nohup`, `setsid` or double fork outlived the command and the agent, edited files after the agent's last
-look and fed the next session. Linux's parent-death signal would reach only the shell, not what it started, and a
-process group is left by one `setsid`; a pipe, a subreaper and a PID namespace are not:
+The failures it prevents: after `kill -9` of the agent, an approved command (a server, a `sleep 1000`) went on
+running with nobody to stop it; a command's `nohup`, `setsid` or double fork outlived the agent, edited files after
+its last look and fed the next session. A parent-death signal reaches only the shell, and one `setsid` leaves a
+process group; a pipe, a subreaper and a PID namespace are not left:
 
-shell.py starts this script, `python -I -S -c SOURCE FD REPORT COMMAND [RULESET SECCOMP [WALLS...]]`, as the leader
-of a new process group, holding FD, the read end of a pipe whose write end only the agent has. It marks itself a
-subreaper (every orphan below it becomes its child, `setsid` or not), starts `/bin/sh -c COMMAND` — inside the
-kernel boundary first when given one (landlock.py: the Landlock ruleset the agent built, a seccomp program in hex;
-walls.py: the namespaces, WALLS) so the shell and all it starts are inside and the tether is not — and waits:
-  - the shell ends: every process still below the tether is killed, the count goes to REPORT (a pipe the agent
-    reads: "2 background processes were ended with the command"), and the tether ends as the shell did (the exit
-    code, or the signal that ended it), so the agent sees the command's own status;
-  - the pipe ends: the agent is gone, or stopped the command (a timeout, Ctrl-C). The tether kills everything
-    below it, then its process group, itself included.
-With WALLS the shell runs in namespaces of its own (walls.py sets them up): a PID namespace whose first process,
-`init` below, ends every other process in it when the shell ends, and which the kernel empties when init dies; a
-mount namespace where all but the writable folders is read-only.
+shell.py starts this, `python -I -S -c SOURCE FD REPORT COMMAND [RULESET SECCOMP [WALLS...]]`, as the leader of a
+new process group holding FD, the read end of a pipe whose write end only the agent has. It marks itself a
+subreaper (every orphan below it becomes its child), starts `/bin/sh -c COMMAND` — inside the kernel boundary when
+given one (the Landlock ruleset landlock.py built, a seccomp program in hex, the namespaces' WALLS), so the shell
+and all it starts are inside and the tether is not — and waits:
+  - the shell ends: every process still below is killed, the count goes to REPORT (a pipe the agent reads: "2
+    background processes were ended"), and the tether ends as the shell did, so the agent sees its status;
+  - the pipe ends: the agent is gone, or stopped the command (timeout, Ctrl-C): all below is killed, then the group.
+With WALLS the shell runs in a PID namespace whose `init` (below) ends every other process in it when the shell
+ends, and a mount namespace where all but the writable folders is read-only (`enter_namespaces`).
 
-It runs apart from plainagent, with only the standard library, from the source the agent read when it started (a
-command may rewrite this file on disk), and -I -S for a quick start: it adds about 25 ms to each command (a
-Python starting), against seconds for the model's reply.
+It runs apart from plainagent, standard library only, from the source the agent read when it started (a command
+may rewrite this file on disk), with -I -S: about 25 ms a command, against seconds for the model's reply.
 """
 
 import ctypes
 import os
+import resource
 import select
 import signal
+import stat
+import struct
 import sys
 import time
 
@@ -167,12 +165,9 @@ def confine(ruleset: int, seccomp: bytes) -> None:
     ownership of root's files, not the power to load a BPF program, make a device node or mark a file immutable),
     no new privileges, a bound on processes, the seccomp program, then the Landlock ruleset; or end here, for a
     command never runs outside the boundary the start line promised."""
-    import struct
-
     no, zero = ctypes.c_ulong(1), ctypes.c_ulong(0)  # prctl's arguments are unsigned longs, never stray bits
-    # Root's: System V message queues, semaphores and shared memory of its own, not every process's; the bounding set
-    # emptied and root's special rules locked off, so nothing executed gets them back. Refused (EPERM) to a user
-    # who holds no capability: then there is nothing to drop, and only the user's own IPC objects are in reach.
+    # Root's: System V IPC objects of its own, not every process's; the bounding set emptied and root's special
+    # rules locked off, so nothing executed gets them back. (A user with no capability: nothing to drop.)
     libc.unshare(CLONE_NEWIPC)
     libc.prctl(PR_SET_SECUREBITS, ctypes.c_ulong(SECURE_NOROOT_LOCKED), zero, zero, zero)
     for capability in range(64):
@@ -203,10 +198,8 @@ def refuse(why: str) -> None:
 
 def bound_processes() -> None:
     """A fork loop stops at MAX_PROCESSES beside what the user runs already, not at the user's own limit, where the
-    agent could start no thread either. (Root's processes are not counted by the kernel: walls.py bounds those
-    with the PID namespace's pid_max.)"""
-    import resource
-
+    agent could start no thread either. (Root's processes are not counted by the kernel: inside_namespaces
+    bounds those with the PID namespace's pid_max.)"""
     soft, hard = resource.getrlimit(RLIMIT_NPROC)
     uid = os.getuid()
     n_running = sum(1 for name in os.listdir("/proc") if name.isdigit() and owner(name) == uid)
@@ -226,8 +219,7 @@ def owner(pid: str) -> int:
 
 
 def reap(pid: int) -> int | None:
-    """The wait status of `pid` once it ended, else None; reaping, on the way, the orphans given to this
-    subreaper."""
+    """The wait status of `pid` once it ended, else None; reaping, on the way, the orphans given to this one."""
     while True:
         try:
             ended, status = os.waitpid(-1, os.WNOHANG)
@@ -308,7 +300,6 @@ def zombie(pid: int) -> bool:
 
 
 # --- the namespaces: what holds after the command, and what the kernel's mounts hold that Landlock does not ---
-#
 # WALLS, from landlock.py's Boundary.walls(): "w:PATH" a folder commands write in, "r:PATH" a path beneath one that
 # stays read-only (git's hooks and config, instruction files, plainagent's own code), "shm:PATH" the session's own
 # folder that stands for /dev/shm, "sockets" to cover the Unix socket files outside (network off).
@@ -355,13 +346,10 @@ def enter_namespaces(walls: list[str]) -> None:
 
 def inside_namespaces(ruleset: int | None = None) -> None:
     """In init, the first process of the command's PID namespace: a /proc of its own (`ps` shows the command's
-    processes, not the agent's, and a process finds itself under its own number), readable inside the Landlock
-    ruleset (a rule for the new mount, which did not exist when the agent built it), and as root a bound on the
-    namespace's process numbers."""
+    processes, not the agent's), readable inside the Landlock ruleset (a rule for the new mount, which did not
+    exist when the agent built it), and as root a bound on the namespace's process numbers."""
     check(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC), "/proc")
     if ruleset:
-        import struct
-
         proc = os.open("/proc", os.O_PATH | os.O_CLOEXEC)
         rule = struct.pack("=Qi", LANDLOCK_READ, proc)  # landlock_path_beneath_attr, packed
         added = libc.syscall(ctypes.c_long(LANDLOCK_ADD_RULE), ctypes.c_long(ruleset), ctypes.c_long(1), rule,
@@ -396,10 +384,9 @@ def check(result: int, step: str, missing_ok: bool = False) -> None:
 
 
 def unix_sockets(writable: list[str]) -> list[str]:
-    """The Unix socket files outside the writable folders: those listening in this network namespace (the kernel
-    lists them in /proc/net/unix), and those in the folders where daemons keep them (a Docker socket mounted from
-    the host listens elsewhere). Connecting to one needs no more than the file's write permission, which a
-    read-only mount does not take away."""
+    """The Unix socket files outside the writable folders: those /proc/net/unix lists, and those in the folders
+    where daemons keep them (a Docker socket mounted from the host listens elsewhere). Connecting to one needs
+    only the file's write permission, which a read-only mount does not take away."""
     found = set()
     try:
         with open("/proc/net/unix", "rb") as file:
@@ -416,8 +403,7 @@ def unix_sockets(writable: list[str]) -> list[str]:
 
 
 def walk(top: str, depth: int, budget: list[int] | None = None):
-    """os.walk, `depth` folders down at most and 5,000 entries in all, not following links."""
-    budget = [5000] if budget is None else budget
+    budget = [5000] if budget is None else budget  # os.walk, `depth` down and 5,000 entries at most, no links
     try:
         entries = list(os.scandir(top))
     except OSError:
@@ -430,8 +416,6 @@ def walk(top: str, depth: int, budget: list[int] | None = None):
 
 
 def is_socket(path: str) -> bool:
-    import stat
-
     try:
         return stat.S_ISSOCK(os.lstat(path).st_mode)
     except OSError:
@@ -443,11 +427,10 @@ def end_as(code: int) -> None:
     if code >= 0:
         os._exit(code)
     try:
-        import resource  # the shell dumped its core already, if it did: no second core file in the workspace
-
+        # The shell dumped its core already, if it did: no second core file in the workspace.
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         signal.signal(-code, signal.SIG_DFL)
-    except (ImportError, OSError, ValueError):  # SIGKILL's action cannot be changed, nor needs to be
+    except (OSError, ValueError):  # SIGKILL's action cannot be changed, nor needs to be
         pass
     os.kill(os.getpid(), -code)
     os._exit(128 - code)  # a signal that does not end a process (it cannot have ended the shell either)

@@ -1,0 +1,126 @@
+"""History survives any command: the repository's history as it was at the session's first command, kept outside
+the walls and put back when a command took it away.
+
+The failure it prevents: a command may write in the workspace, and its .git is in the workspace. Tried in
+--yes mode, `rm -rf .git`, and from a monorepo's package `find "$(git rev-parse --absolute-git-dir)" -mindepth 1
+-delete`, left nothing to restore: the commits from before the session were gone. The mount namespace keeps git's
+hooks, config and packs read-only (namespaces.py), but the folder that holds them, the loose objects and the refs
+must stay writable, or `git commit` fails.
+
+So at the first command the keeper takes a snapshot in plainagent's state folder, which commands cannot read or
+write: every object file hard-linked (a link costs no space and keeps the file when a command removes the name;
+copied where links cannot be made), HEAD, packed-refs and refs/ copied. After each command a look of about 260
+`stat`s: HEAD, every pack and one object of each objects/XX folder still there? If not, what is missing is
+linked back (nothing there is overwritten: a branch the command moved stays moved) and the result says so.
+Measured in bench/history.py. Not covered: a command that rewrites a loose object's bytes in place (`chmod u+w`,
+then a write) changes the snapshot's link too; git would report the object corrupt, not lose the others.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+from harness.common.directories import state_dir
+from harness.sandbox.landlock import repository_outside
+
+KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD")  # copied, with refs/ (small; a command may rewrite them)
+
+
+def git_folder(workspace: Path) -> Path | None:
+    """The folder that holds the repository's objects: the workspace's .git, or the one of the repository it is a
+    part of (landlock.repository_outside's: a monorepo's .git, or a worktree's common folder); None outside git."""
+    for folder in [Path(workspace) / ".git", *reversed(repository_outside(Path(workspace)))]:
+        if (folder / "objects").is_dir() and (folder / "HEAD").is_file():
+            return folder
+    return None
+
+
+class HistoryKeeper:
+    """One session's snapshot of one repository's history; `before_command` and `after_command` wrap each command."""
+
+    def __init__(self, git: Path | None, root: Path | None = None):
+        self.git = git
+        self.root = root  # where snapshots are kept: the state folder's history/, unless a test says
+        self.snapshot: Path | None = None
+        self.fanout: list[str] = []  # what the look after a command checks: a sample of the objects, the packs
+
+    def before_command(self) -> None:
+        """At the first command, the snapshot (then nothing: what is committed later is the session's own)."""
+        if self.git is None or self.snapshot is not None:
+            return
+        root = self.root or state_dir() / "history"
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        remove_left_behind(root)
+        self.snapshot = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+        weakref.finalize(self, shutil.rmtree, self.snapshot, True)
+        for parent, _, names in os.walk(self.git / "objects"):
+            into = self.snapshot / os.path.relpath(parent, self.git)
+            into.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                keep(Path(parent) / name, into / name, link=True)
+        for name in KEPT_FILES:
+            keep(self.git / name, self.snapshot / name, link=False)
+        if (self.git / "refs").is_dir():
+            shutil.copytree(self.git / "refs", self.snapshot / "refs", symlinks=True, dirs_exist_ok=True)
+        objects = self.snapshot / "objects"
+        # One object of each objects/XX folder (a wipe of the objects, their folders kept, is seen) and every pack.
+        self.fanout = [str(next(path.iterdir(), path).relative_to(self.snapshot)) for path in objects.iterdir()
+                       if len(path.name) == 2]
+        self.fanout += [str(path.relative_to(self.snapshot)) for path in (objects / "pack").glob("*")]
+
+    def after_command(self) -> str | None:
+        """The note for the command's result when history was missing and put back; None when nothing was. With
+        HEAD gone the repository was wiped: everything is put back, refs too. Otherwise only object files (a
+        command's refs are its own: after `git gc` the packed ones are the truth, and a moved branch stays moved)."""
+        if self.snapshot is None or all(os.path.lexists(self.git / name) for name in ["HEAD", *self.fanout]):
+            return None
+        wiped = not os.path.lexists(self.git / "HEAD")
+        n_back = 0
+        for parent, _, names in os.walk(self.snapshot):
+            is_objects = Path(parent).is_relative_to(self.snapshot / "objects")
+            into = self.git / os.path.relpath(parent, self.snapshot)
+            if not (wiped or is_objects):
+                continue
+            try:
+                into.mkdir(parents=True, exist_ok=True)
+            except OSError:  # a file where a folder was: the command's to have made; not removed
+                continue
+            n_back += sum(keep(Path(parent) / name, into / name, link=is_objects)
+                          for name in names if not os.path.lexists(into / name))
+        if wiped:
+            return (f"(plainagent: the command removed the repository's history in {self.git}; {n_back} of its files "
+                    "were put back from the snapshot taken at the session's first command: the commits from before "
+                    "the session are there again, and the branches as they were then.)")
+        return (f"(plainagent: {n_back} of the repository's object files from before the session were gone after the "
+                f"command ({self.git / 'objects'}); they were put back from the session's snapshot. After a `git gc` "
+                "this is only tidying undone: nothing is lost either way.)")
+
+
+def keep(source: Path, target: Path, link: bool) -> bool:
+    """`source` at `target`: hard-linked when `link` and it can be, else copied; False when it is gone."""
+    try:
+        if link:
+            try:
+                os.link(source, target, follow_symlinks=False)
+                return True
+            except OSError:  # another file system, or links not allowed here: a copy
+                pass
+        shutil.copy2(source, target, follow_symlinks=False)
+        return True
+    except OSError:
+        return False
+
+
+def remove_left_behind(root: Path) -> None:
+    """The snapshots of sessions whose process is gone (killed with -9: nothing ran at its end)."""
+    for folder in root.iterdir():
+        try:
+            os.kill(int(folder.name.split("-")[0]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (ValueError, OSError):
+            continue

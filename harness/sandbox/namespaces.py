@@ -1,0 +1,127 @@
+"""The walls after a command, beside Landlock's (landlock.py): what tether.py's mount namespace keeps read-only
+inside the folders commands write in, whether this kernel makes the namespaces at all, and the session's own temp
+folders put away at its end.
+
+The failure they prevent: Landlock holds while a command runs, not after it. Tried in --yes mode, a command
+wrote .git/hooks/pre-commit or core.fsmonitor (run on the user's next `git status`, outside every wall), an
+AGENTS.md the next session obeyed, a `setsid` child that edited files after the agent ended, `chmod 644
+~/.ssh/id_rsa`. In a mount namespace all but the writable folders is read-only (modes and times too), and in
+them what acts later is bound read-only on itself (`git_parts`, INSTRUCTION_FILES, plainagent's own code); in a
+PID namespace nothing the command started outlives it. Codex CLI does the same with bubblewrap; here it is
+`unshare(2)` and `mount_setattr(2)` through ctypes (tether.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+
+SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".claude", ".cursor", ".cursorrules", ".github/instructions",
+                     ".github/copilot-instructions.md", ".husky")  # what agents (and husky) read at the workspace root
+MAX_PACKS = 500  # pack files bound read-only, at most: a repository with more is kept by the snapshot alone
+
+
+def git_parts(git: Path) -> list[Path]:
+    """The parts of a git folder a command must not change: what git runs or obeys (config, hooks, info/, a
+    submodule's or worktree's own), the folder core.hooksPath names, and the pack files."""
+    parts = [git / name for name in ("config", "config.worktree", "hooks", "info", "commondir")]
+    parts += [*git.glob("modules/**/config"), *git.glob("modules/**/hooks"), *git.glob("worktrees/*/config.worktree")]
+    for config in [git / "config", *git.glob("worktrees/*/config.worktree")]:
+        try:
+            text = config.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for found in re.finditer(r"(?im)^\s*hookspath\s*=\s*(.+?)\s*$", text):  # where a command pointed git
+            parts.append((git.parent / os.path.expanduser(found[1].strip('"'))).resolve())
+    try:
+        packs = sorted(entry.path for entry in os.scandir(git / "objects" / "pack") if entry.is_file())
+    except OSError:
+        packs = []
+    return parts + [Path(pack) for pack in packs[:MAX_PACKS]]
+
+
+@functools.cache
+def namespaces_work() -> bool:
+    """Whether this kernel lets this process make tether.py's namespaces (a user namespace too, where the user
+    lacks CAP_SYS_ADMIN): tried once, in a child, on a folder of its own. Ubuntu's AppArmor setting
+    kernel.apparmor_restrict_unprivileged_userns, or a container without the capability, says no."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return False
+    from harness.sandbox import tether
+
+    folder = tempfile.mkdtemp(prefix="plainagent-probe-")
+    try:
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                tether.enter_namespaces([f"w:{folder}", f"r:{folder}"])
+                init = os.fork()
+                if init == 0:
+                    tether.inside_namespaces()
+                    os._exit(0)
+                code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+            finally:
+                os._exit(code)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    finally:
+        os.rmdir(folder)
+
+
+def remove_left_behind() -> None:
+    """The temp folders of sessions whose process is gone (killed with -9: nothing ran at its end)."""
+    for folder in Path(tempfile.gettempdir()).glob("plainagent-*-*"):
+        try:
+            pid = int(folder.name.split("-")[1])
+            if folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)  # there still (or its number taken since): left alone
+        except ProcessLookupError:
+            remove_tree(folder)
+        except (ValueError, OSError):  # not one of ours, or not ours to know about
+            continue
+
+
+def close(held: dict, session: Path, shm_before: set[str] | None = None) -> None:
+    """A session's boundary, put away: its ruleset closed, its temp folders removed (whatever modes a command set
+    in them), and what commands added to the real /dev/shm where they wrote in it."""
+    if (fd := held.pop("fd", None)) is not None:  # popped: put away once, whoever asks first
+        os.close(fd)
+    remove_tree(session)
+    if shm_before is not None:
+        try:
+            added = set(os.listdir(SHARED_MEMORY)) - shm_before
+        except OSError:
+            added = set()
+        for name in added:
+            path = Path(SHARED_MEMORY) / name
+            try:
+                if path.lstat().st_uid == os.getuid():  # another user's, or a process's of the user: not ours
+                    remove_tree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            except OSError:
+                continue
+
+
+def remove_tree(folder: Path) -> None:
+    """shutil.rmtree, after giving back the owner's rights on every folder in it, each before it is entered: a
+    command's `chmod 000 dir` must not leave the folder behind."""
+    def give_back(path: str) -> None:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):  # a folder, not a link to one (that may lead anywhere)
+                os.chmod(path, 0o700)
+        except OSError:
+            pass
+
+    give_back(str(folder))
+    for parent, names, _ in os.walk(folder):  # top-down: each folder is given back before it is listed
+        for name in names:
+            give_back(os.path.join(parent, name))
+    shutil.rmtree(folder, ignore_errors=True)

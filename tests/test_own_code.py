@@ -1,0 +1,102 @@
+"""plainagent's own code (harness/common/own_code.py): which of it lies where commands write, and a checkout inside
+the workspace that a command rewrote (the tether, a module imported late) changing nothing the running agent does.
+The rewritten files are made here, in Python; the command only copies them over."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from fake_endpoint import FakeEndpoint, install_program
+from test_e2e_trust import agent, results_sent
+
+from harness.common.own_code import CHECKOUT, load_everything, own_code
+from harness.sandbox.landlock import abi_version
+from harness.sandbox.namespaces import namespaces_work
+
+
+def test_own_code_lists_what_lies_in_a_writable_folder():
+    """The checkout above it: agent.py, tools.py, prompt.py and harness/; the interpreter only where it lies."""
+    files = [CHECKOUT / name for name in ("agent.py", "tools.py", "prompt.py", "harness")]
+    assert own_code([CHECKOUT.parent]) == files
+    python = os.path.realpath(sys.prefix)
+    assert own_code([Path(python)]) == list(dict.fromkeys(
+        Path(os.path.realpath(path)) for path in [sys.prefix, sys.base_prefix, os.path.dirname(
+            os.path.realpath(sys.executable))] if Path(os.path.realpath(path)).is_relative_to(python)))
+
+
+def test_own_code_outside_every_writable_folder_lists_nothing(tmp_path):
+    assert own_code([tmp_path, tmp_path / "elsewhere"]) == []
+
+
+def test_load_everything_imports_every_module_of_the_harness():
+    names = load_everything()
+    assert {"harness.sandbox.fetch", "harness.cli.task_reader", "harness.common.own_code"} <= set(names)
+    assert all(name in sys.modules for name in names)
+
+
+# Run instead of the real ones, if ever they are: the tether runs the command with no walls; the fetch module,
+# imported at the first web_fetch, leaves a marker.
+NO_WALLS = "import os, sys\nos.execv('/bin/sh', ['/bin/sh', '-c', sys.argv[2]])\n"  # argv: FD COMMAND [RULESET SECCOMP]
+LEAVES_A_MARK = "open({marker!r}, 'w').write('the rewritten fetch.py was imported')\n"
+
+
+def command(line: str) -> str:
+    return "tool: run_command(" + json.dumps({"command": line}) + ")"
+
+
+# agent.py run where unshare(2) fails (a seccomp filter answers it EPERM), as on a kernel that makes no
+# namespaces for this user: argv is the agent's, after the program's folder.
+WITHOUT_NAMESPACES = r"""
+import ctypes, os, runpy, struct, sys
+sys.path.insert(0, sys.argv[1])
+from harness.sandbox import seccomp
+number = {"x86_64": 272, "aarch64": 97}[os.uname().machine]
+program = b"".join([seccomp.op(0x20, 0), seccomp.op(0x15, number, 0, 1), seccomp.op(0x06, 0x00050000 | 1),
+                    seccomp.op(0x06, 0x7FFF0000)])
+buffer = ctypes.create_string_buffer(program)
+fprog = struct.pack("HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(38, 1, 0, 0, 0) == 0 and libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) == 0
+sys.argv = [sys.argv[1] + "/agent.py", *sys.argv[2:]]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.skipif(not abi_version(), reason="this kernel offers no Landlock")
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "no namespaces"])
+def test_a_checkout_inside_the_workspace_rewritten_by_a_command_changes_nothing_the_agent_runs(tmp_path, project,
+                                                                                            namespaces):
+    """plainagent's own checkout inside the workspace (-C on a folder above it): a command copies a tether without
+    walls over tether.py and a fetch.py that leaves a mark over fetch.py. In a mount namespace the copy is refused
+    (plainagent's files are read-only to commands); without one it happens on disk, and still the next command
+    cannot write outside, and the first web_fetch does not import the new fetch.py: both were read when the agent
+    started."""
+    if namespaces and not namespaces_work():
+        pytest.skip("this kernel makes no namespaces for this user")
+    install = install_program(project / "plainagent")
+    original = (install / "harness/sandbox/tether.py").read_text()
+    marker, victim = tmp_path / "imported", tmp_path / "victim.txt"
+    (project / "no_walls.py").write_text(NO_WALLS)
+    (project / "leaves_a_mark.py").write_text(LEAVES_A_MARK.format(marker=str(marker)))
+    script = [command("cp no_walls.py plainagent/harness/sandbox/tether.py && "
+                      "cp leaves_a_mark.py plainagent/harness/sandbox/fetch.py && echo copied"),
+              command(f"echo pwned > {victim}"), 'tool: web_fetch({"url": "http://127.0.0.1:9/"})', "Done."]
+    with FakeEndpoint(script) as endpoint:
+        if namespaces:
+            done = agent(install, project, endpoint, "-p", "rewrite yourself", "--yes")
+        else:
+            done = agent(install, project, endpoint, "-p", "rewrite yourself", "--yes",
+                         argv0=["-c", WITHOUT_NAMESPACES, str(install)])
+    assert done.returncode == 0, done.stderr
+    copied = results_sent(endpoint, 1)[0]["output"]
+    if namespaces:
+        assert "Read-only file system" in copied and "copied" not in copied.splitlines()
+        assert (install / "harness/sandbox/tether.py").read_text() == original
+    else:
+        assert "no namespaces here" in done.stderr.splitlines()[1]
+        assert copied == "copied"
+        assert (install / "harness/sandbox/tether.py").read_text() == NO_WALLS  # the attack happened on disk
+    assert f"(plainagent: the kernel sandbox refused writing {victim}" in results_sent(endpoint, 2)[0]["output"]
+    assert not victim.exists() and not marker.exists()
