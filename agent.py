@@ -48,6 +48,7 @@ from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
 from harness.sandbox import ToolError
 from harness.sandbox.guard import DEFAULT_RULES, parse_rules
 from harness.sandbox.history_keeper import HistoryKeeper, git_folder
+from harness.sandbox.look import Look
 from harness.sandbox.permissions import Permissions, describe_mode
 from harness.sandbox.workspace import Workspace
 from tools import TOOLS, CallResult, Toolbox
@@ -265,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
                           boundary=boundary,  # every command inside the kernel's walls, where it has any (landlock.py)
-                          history_keeper=HistoryKeeper(git_folder(config.workspace)))  # git's history survives them
+                          history_keeper=HistoryKeeper(git_folder(config.workspace)),  # git's history survives them
+                          look=Look(config.workspace, permissions))  # and what acts later stays, unless you say yes
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))

@@ -27,7 +27,7 @@ from pathlib import Path
 from harness.common.directories import state_dir
 from harness.sandbox.landlock import repository_outside
 
-KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD")  # copied, with refs/ (small; a command may rewrite them)
+KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD", "config", "description")  # copied, with refs/ (small; a command may rewrite them)
 
 
 def git_folder(workspace: Path) -> Path | None:

@@ -24,9 +24,8 @@ the command and everything it starts are inside, the agent stays outside. Inside
 Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
 what this kernel has is enforced, and `Boundary.summary` says what that is, for the start line and /sandbox;
 refusals.py tells the model, after a command, which wall it met.
-Not covered: a command may still change or delete anything in the workspace (that is its job; git is the
-backup), change a file's mode or times outside (Landlock covers content and names), and connect to Unix socket
-files (a Docker daemon's).
+Landlock covers content and names while the command runs; what holds after it (modes and times outside, Unix
+socket files, processes left running, git's hooks and config) is namespaces.py's, tether.py's and look.py's.
 """
 
 from __future__ import annotations

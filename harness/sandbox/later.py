@@ -23,8 +23,7 @@ both count), and at what git itself says:
     instructions and settings of coding agents, plainagent's among them;
   - a file with other names (hard links): one of them may be any of the above, and no path can tell.
 Code that runs only when the user asks for it (a Makefile, a test, package.json's scripts) is an ordinary edit:
-its diff is what the user reviews. Commands are not covered here: in mode `yes` a command may write these files
-too (the kernel sandbox allows writes in the workspace); docs/trust.md says so.
+its diff is what the user reviews. What a command writes of these is look.py's: put back, and asked about.
 """
 
 from __future__ import annotations

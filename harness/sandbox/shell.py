@@ -59,6 +59,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
     if ws.history_keeper is not None:
         ws.history_keeper.before_command()  # at the first command, the history as it was (history_keeper.py)
+    if ws.look is not None:
+        ws.look.before()  # the files that act later, as they are (look.py)
     process, tether, report = start(command, ws.root, env, confine)
     output = HeadAndTail(SHOWN_MAX_BYTES)
     # Read as it comes, keeping only the start and the end: `yes` for a minute must not fill the memory.
@@ -74,6 +76,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         stop(process, tether)
         tether = None
         ended_with(report)
+        if ws.look is not None:  # what it wrote that acts later is put back, nobody asked
+            ws.look.after(ask=False)
         raise
     finally:
         if tether is not None:  # the command has ended (or been killed): the tether has nothing left to hold
@@ -86,8 +90,9 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
                 "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
         note = f"{note}\n{ended}" if note else ended
-    if ws.history_keeper is not None and (put_back := ws.history_keeper.after_command()):
-        note = f"{note}\n{put_back}" if note else put_back
+    for after in ([ws.history_keeper.after_command] if ws.history_keeper else []) + ([ws.look.after] if ws.look else []):
+        if put_back := after():  # the history, then what acts later: put back, and the model told
+            note = f"{note}\n{put_back}" if note else put_back
     result = as_result(status, "\n".join(filter(None, [text, note])))
     if output.is_cut(OUTPUT_MAX_BYTES):  # the user can see what the model did not: /show
         whole = output.text(ws.redact).removesuffix("\n")

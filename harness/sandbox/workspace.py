@@ -46,6 +46,7 @@ from harness.sandbox.beneath import Changed
 from harness.sandbox.guard import DEFAULT_RULES, Rule
 from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
 from harness.sandbox.history_keeper import HistoryKeeper
+from harness.sandbox.look import Look
 from harness.sandbox.landlock import Boundary
 from harness.sandbox.secret_files import is_secret
 
@@ -102,6 +103,7 @@ class Workspace:
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
     history_keeper: HistoryKeeper | None = None  # the repository's history, kept for after each command
+    look: Look | None = None  # what acts later, looked at before and after each command (look.py)
     folder: beneath.Root = field(init=False, repr=False)  # the root, opened once: what every use starts from
     uncut: tuple[str, str] | None = None  # the last command result cut for the model: (its result, the output
     # as kept for the user, up to shell.py's SHOWN_MAX_BYTES), for /show

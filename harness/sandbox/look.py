@@ -1,0 +1,215 @@
+"""Files that act later, written by a command: a look before and after each command, what changed put back, and
+the user asked, in every mode, with the diff.
+
+The failure it prevents: `edit_file` asks before an edit that acts later (later.py), in every mode; a command in
+mode `yes` did not. Tried: `git init sub` and a `core.fsmonitor` in sub/.git/config (run on the user's next `git
+status` there), a `.git/hooks/pre-commit`, an AGENTS.md the next session obeyed. Where the kernel makes
+namespaces, what exists of these is bound read-only to commands (namespaces.py); what does not exist yet (a new
+repository, a new AGENTS.md) cannot be bound, and without namespaces nothing is. So around each command:
+  - before: the watched files' bytes, modes and links: the instruction files at the workspace's root
+    (INSTRUCTION_FILES: AGENTS.md, .husky/, ...), and in every git folder in the workspace or around it, its
+    config and its hooks; and which `.git` folders there are (a walk of at most MAX_FOLDERS folders);
+  - after: each difference is put back as it was (the new version moved aside to the state folder's put-aside/,
+    a new repository's `.git` whole) and the user asked, once for the command, whether to keep what it wrote.
+    Yes puts it back in place; no, or nobody to ask (-p without a terminal), leaves it aside, and the model is
+    told where. Nothing the command started runs on after it (tether.py), so nothing slips a change in after.
+Measured in bench/look.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import time
+from pathlib import Path
+
+from harness.common.directories import state_dir
+from harness.sandbox.landlock import repository_outside
+from harness.sandbox.namespaces import INSTRUCTION_FILES
+
+MAX_FOLDERS = 20_000  # folders walked for new repositories at most: a bigger workspace is looked at that far
+PRUNED = {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", "site-packages", ".mypy_cache",
+          ".pytest_cache", ".cache", "target", "dist", "build"}  # big, made by tools; no repository is in them
+MAX_KEPT = 1 << 20  # bytes of a watched file kept to put back; a bigger one is moved aside whole instead
+WHY = ("a command changed files that act later, outside the walls: git runs what its config and hooks name on your "
+       "next git command there, and the instruction files go into the next session's prompt")
+
+
+class Look:
+    """The look around each command, for one workspace; `ask` is the workspace's Confirm (kind "edit", with a
+    reason: asked in every mode)."""
+
+    def __init__(self, workspace: Path, ask=None, outside: list[Path] | None = None):
+        self.root = Path(workspace)
+        self.ask = ask
+        self.outside = repository_outside(self.root) if outside is None else outside  # a monorepo's .git
+        self.seen: dict[Path, tuple | None] = {}
+        self.aside: Path | None = None
+
+    def before(self) -> None:
+        self.seen = self.watched()
+
+    def after(self, ask: bool = True) -> str | None:
+        """The note for the command's result when it changed what acts later; None when it did not. `ask`: False
+        after Ctrl-C or a timeout (put back, nobody asked)."""
+        now = self.watched()
+        changed = [path for path in dict.fromkeys([*self.seen, *now])
+                   if significant(path, self.seen.get(path)) != significant(path, now.get(path))]
+        new_repositories = [path for path, kept in now.items() if kept == ("repository",) and path not in self.seen]
+        # What acts in a repository the command made: the whole .git goes aside, not its config alone.
+        changed = list(dict.fromkeys(next((git for git in new_repositories if path.is_relative_to(git)), path)
+                                     for path in changed))
+        if not changed:
+            self.seen = now
+            return None
+        folder = self.put_aside_folder()
+        preview = "\n".join(self.put_back(path, now.get(path), folder) for path in changed)
+        names = ", ".join(self.shown(path) for path in changed)
+        answer = self.ask("edit", f"Keep what the command wrote: {names}", preview, WHY) if ask and self.ask else \
+            "nobody was asked"
+        if answer is None:  # kept: each back where the command put it
+            for path in changed:
+                self.restore_from(folder, path)
+            self.seen = self.watched()
+            return f"(plainagent: the command changed {names}, which act later; the user kept the changes.)"
+        self.seen = self.watched()
+        return (f"(plainagent: the command changed {names}, which act later outside the walls; they were put back as "
+                f"they were, and what the command wrote is in {folder}: only the user can keep it ({answer}).)")
+
+    # --- what is watched ---
+
+    def watched(self) -> dict[Path, tuple | None]:
+        """Each watched path: ("repository",) for a .git folder, else what it holds (kind, bytes, mode)."""
+        found: dict[Path, tuple | None] = {}
+        for name in INSTRUCTION_FILES:
+            for path in files_under(self.root / name):
+                found[path] = fingerprint(path)
+        for git in [*self.repositories(), *self.outside]:
+            found[git] = ("repository",)
+            hooks = [path for path in files_under(git / "hooks") if path.suffix != ".sample"]  # never run
+            for path in [git / "config", git / "config.worktree", *hooks]:
+                if os.path.lexists(path):
+                    found[path] = fingerprint(path)
+        return found
+
+    def repositories(self) -> list[Path]:
+        """The .git folders (or files) in the workspace: a walk, MAX_FOLDERS at most, not into them."""
+        found, n_folders = [], 0
+        for folder, names, files in os.walk(self.root):
+            n_folders += 1
+            if ".git" in names or ".git" in files:
+                found.append(Path(folder) / ".git")
+            names[:] = [name for name in names if name not in PRUNED and name != ".git"]
+            if n_folders >= MAX_FOLDERS:
+                break
+        return found
+
+    # --- putting back ---
+
+    def put_aside_folder(self) -> Path:
+        folder = state_dir() / "put-aside" / f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+        n = 0
+        while (chosen := folder.with_name(f"{folder.name}-{n}" if n else folder.name)).exists():
+            n += 1
+        chosen.mkdir(parents=True, mode=0o700)
+        return chosen
+
+    def put_back(self, path: Path, now: tuple | None, folder: Path) -> str:
+        """`path` as it was before the command; what the command left there moved into `folder`. Its diff."""
+        before = self.seen.get(path)
+        if os.path.lexists(path):
+            target = folder / self.relative(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), str(target))
+        if before is not None and before[0] != "repository":
+            write(path, before)
+        return describe(self.shown(path), before, now)
+
+    def restore_from(self, folder: Path, path: Path) -> None:
+        kept = folder / self.relative(path)
+        if os.path.lexists(kept):
+            if os.path.lexists(path) and not os.path.isdir(path):
+                os.unlink(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(kept), str(path))
+
+    def relative(self, path: Path) -> Path:
+        return path.relative_to(self.root) if path.is_relative_to(self.root) else Path("outside", *path.parts[1:])
+
+    def shown(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+
+# Sections of git's configuration that name a program or another file to read (later.py's GIT_SECTION), and the
+# keys of [core] that `git init` writes: a new repository with only those acts on nothing.
+ACTING = {"core", "alias", "filter", "diff", "merge", "include", "includeif", "credential", "gpg", "sequence",
+          "pager", "uploadpack", "receive", "protocol", "url", "ssh", "submodule", "init"}
+INIT_CORE = {"repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode",
+             "symlinks"}
+
+
+def significant(path: Path, kept: tuple | None):
+    """What of a watched path counts: a git config's lines that can make git run something (a remote or a user name
+    added is ordinary work), a repository's presence not at all (its files count), else all it holds."""
+    if kept == ("repository",):
+        return None
+    if path.name in ("config", "config.worktree") and (kept is None or kept[0] == "file"):
+        section, acting = "", []
+        for line in (kept[1].decode("utf-8", "replace") if kept else "").splitlines():
+            line = line.strip().lstrip("\ufeff")
+            if line.startswith("[") and "]" in line:  # a section, and what may follow it on its line
+                header, line = line[1:].split("]", 1)
+                section, line = (header.split() or [""])[0].split(".")[0].lower(), line.strip()
+            if line and not line.startswith(("#", ";")) and section in ACTING and not (
+                    section == "core" and line.split("=")[0].strip().lower() in INIT_CORE):
+                acting.append(f"{section}: {line}")
+        return tuple(acting)
+    return kept
+
+
+def files_under(path: Path) -> list[Path]:
+    if os.path.isdir(path) and not os.path.islink(path):
+        return [Path(folder, name) for folder, _, names in os.walk(path) for name in names] or [path]
+    return [path] if os.path.lexists(path) else []
+
+
+def fingerprint(path: Path) -> tuple | None:
+    try:
+        info = os.lstat(path)
+        if os.path.islink(path):
+            return ("link", os.readlink(path), 0)
+        if os.path.isdir(path):
+            return ("folder", b"", info.st_mode & 0o7777)
+        if info.st_size > MAX_KEPT:
+            return ("big", (info.st_size, info.st_mtime_ns, info.st_ino), info.st_mode & 0o7777)
+        with open(path, "rb") as file:
+            return ("file", file.read(), info.st_mode & 0o7777)
+    except OSError:
+        return None
+
+
+def write(path: Path, kept: tuple) -> None:
+    """A watched file as it was (a big one cannot be: it stays aside, and its place empty)."""
+    kind, data, mode = kept
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "link":
+        os.symlink(data, path)
+    elif kind == "folder":
+        path.mkdir(mode=mode, exist_ok=True)
+    elif kind == "file":
+        with open(path, "wb") as file:
+            file.write(data)
+        os.chmod(path, mode)
+
+
+def describe(name: str, before: tuple | None, now: tuple | None) -> str:
+    """The change to one watched path, as the question shows it: a new repository, or the diff."""
+    if now == ("repository",):
+        return f"{name}: a new git repository whose config or hooks would run on your next git command in it"
+    as_text = lambda kept: kept[1].decode("utf-8", "replace").splitlines() if kept and kept[0] == "file" else []  # noqa: E731
+    what = "made" if before is None else "removed" if now is None else "changed"
+    mode = f" (mode {oct(before[2])} -> {oct(now[2])})" if before and now and before[2] != now[2] else ""
+    diff = list(difflib.unified_diff(as_text(before), as_text(now), f"{name} (before)", f"{name} (the command's)",
+                                     lineterm=""))
+    return "\n".join([f"{name}: {what}{mode}", *diff[:60], *(["..."] if len(diff) > 60 else [])])
