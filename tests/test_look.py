@@ -86,7 +86,7 @@ def test_a_new_repository_with_an_fsmonitor_goes_aside_whole_and_the_user_is_ask
     user_git(project / "sub", "status")
     assert not marker.exists()
     kind, title, preview, why = asked.questions[0]
-    assert kind == "edit" and title == "Keep what the command wrote: sub/.git" and "a new git repository" in preview
+    assert kind == "edit" and title == "keeping what the command wrote: sub/.git" and "a new git repository" in preview
     assert "outside the walls" in why
 
 

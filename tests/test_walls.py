@@ -123,9 +123,10 @@ def test_outside_the_workspace_no_mode_or_time_changes(tmp_path):
 def test_without_namespaces_the_start_line_says_modes_outside_may_change(tmp_path):
     tree = Tree(tmp_path, namespaces=False)
     assert tree.boundary.afterwards() == (
-        "after a command: what it left running is ended (a subreaper); no namespaces here (this kernel or its "
-        "settings refuse them to this user), so modes and times outside the workspace may change; no Unix socket "
-        "can be used at all")
+        "after a command: what it left running is ended (a subreaper); what it changed that acts later (git's "
+        "hooks and config, AGENTS.md) put back and asked about; the repository's history kept; no namespaces here "
+        "(this kernel or its settings refuse them to this user), so modes and times outside the workspace may "
+        "change; no Unix socket can be used at all")
 
 
 # --- 5. Unix sockets outside, without the network ---
@@ -244,6 +245,16 @@ def test_a_command_cannot_change_what_git_or_an_agent_runs_later(tmp_path, attac
     subprocess.run(f"{GIT} status && {GIT} st; {GIT} commit -qam two --allow-empty", shell=True,
                    cwd=tree.workspace, capture_output=True)
     assert not marker.exists()
+
+
+@needs_namespaces
+def test_the_note_for_gits_config_says_no_setting_opens_it(tmp_path):
+    tree = Tree(tmp_path)
+    repository(tree.workspace)
+    output = tree.run("git config core.pager less; git config user.name me")
+    config = os.path.realpath(tree.workspace / ".git/config")
+    assert f"(plainagent: the kernel sandbox refused writing {config}: git's hooks and config" in output
+    assert "the user can run it in their own terminal.)" in output and "PLAINAGENT_SANDBOX" not in output
 
 
 @needs_namespaces

@@ -72,7 +72,7 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     if cut_short and kind == "command" and room < 60:
         subject_text = UNREADABLE  # a few characters and a count say nothing: the preview shows its beginning
     why_text = fit_line(show_line(why, mark), max(2 * columns - 50, 20), mark)[0]  # a reason can name a long path
-    why_line = mark(f"Asked in every mode, since this edit acts later: {why_text}.") if why else ""
+    why_line = mark(f"Asked in every mode, since it acts later: {why_text}.") if why else ""
     asked = frame.format(subject_text, answers + VIEW) + "x"  # and the first key typed, which may start a row
     # rows: the blank one before the header, the one after the preview, those of "(discarded what was typed...)"
     body_rows = rows - 2 - height(DISCARDED, columns) - height(header, columns) \

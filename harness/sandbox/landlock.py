@@ -142,10 +142,13 @@ class Boundary:
             sockets = "" if self.network else ", no Unix socket outside reached (Docker's, the ssh-agent's, tmux's)"
             return ("after a command: nothing it started runs on; outside the workspace nothing changed, modes and "
                     f"times included; git's hooks and config, AGENTS.md and plainagent's own files as they were{sockets}"
-                    " (mount and PID namespaces)")
+                    " (mount and PID namespaces); what acts later that it made anew (an AGENTS.md, a repository) put "
+                    "back and asked about; the repository's history kept")
         sockets = "" if self.network else "; no Unix socket can be used at all"
-        return ("after a command: what it left running is ended (a subreaper); no namespaces here (this kernel or its "
-                f"settings refuse them to this user), so modes and times outside the workspace may change{sockets}")
+        return ("after a command: what it left running is ended (a subreaper); what it changed that acts later (git's "
+                "hooks and config, AGENTS.md) put back and asked about; the repository's history kept; no namespaces "
+                "here (this kernel or its settings refuse them to this user), so modes and times outside the "
+                f"workspace may change{sockets}")
 
     def walls(self) -> list[str]:
         """The tether's WALLS (tether.py's namespaces) for the next command; none where the kernel makes none."""

@@ -32,8 +32,8 @@ MAX_FOLDERS = 20_000  # folders walked for new repositories at most: a bigger wo
 PRUNED = {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", "site-packages", ".mypy_cache",
           ".pytest_cache", ".cache", "target", "dist", "build"}  # big, made by tools; no repository is in them
 MAX_KEPT = 1 << 20  # bytes of a watched file kept to put back; a bigger one is moved aside whole instead
-WHY = ("a command changed files that act later, outside the walls: git runs what its config and hooks name on your "
-       "next git command there, and the instruction files go into the next session's prompt")
+WHY = ("outside the walls: git runs what its config and hooks name at your next git command there, and instruction "
+       "files go into the next session's prompt; it is put back as it was until you say yes")
 
 
 class Look:
@@ -66,7 +66,7 @@ class Look:
         folder = self.put_aside_folder()
         preview = "\n".join(self.put_back(path, now.get(path), folder) for path in changed)
         names = ", ".join(self.shown(path) for path in changed)
-        answer = self.ask("edit", f"Keep what the command wrote: {names}", preview, WHY) if ask and self.ask else \
+        answer = self.ask("edit", f"keeping what the command wrote: {names}", preview, WHY) if ask and self.ask else \
             "nobody was asked"
         if answer is None:  # kept: each back where the command put it
             for path in changed:

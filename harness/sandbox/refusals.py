@@ -60,8 +60,12 @@ def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1") -
         "device": ("commands may use no device but /dev/null, /dev/urandom and the like", off),
         "network": ("commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"),
     }.get(kind, (f"{writes}, may not read secret files{'' if boundary.network else ', and have no network'}", SETTINGS))
-    refused = "refused" if kind != "unknown" else "may have refused this"  # "Permission denied", no wall named
-    return (f"{REFUSAL_NOTE}{refused} {what}: {wall}. Another shape of the command is refused "
+    if kind == "kept":  # no setting opens these: what acts later is the user's to change, in their terminal
+        return (f"{REFUSAL_NOTE}refused {what}: git's hooks and config, the instructions agents read and plainagent's "
+                "own files are read-only to commands, so that nothing a command writes runs later outside the walls. "
+                "Another shape of the command is refused the same way; the user can run it in their own terminal.)")
+    refused = "refused " + what if kind != "unknown" else "may have refused this"  # "Permission denied", no wall named
+    return (f"{REFUSAL_NOTE}{refused}: {wall}. Another shape of the command is refused "
             f"the same way; only the user can allow it ({setting} in their settings, then a restart).)")
 
 
@@ -80,6 +84,8 @@ def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) ->
         return ("device", f"using {path}")
     if path.is_relative_to("/proc") and not path.is_relative_to("/proc/self"):
         return ("signal", f"reading {path}")  # another process's environment, memory or files
+    if boundary.namespaces and any(path.is_relative_to(kept) for kept in boundary.read_only()):
+        return ("kept", f"writing {path}")  # bound read-only inside the writable folders (namespaces.py)
     if re.match(r"(?i)read-only|erofs", refused[0]):  # a read-only mount: the namespaces' wall for writing
         return ("write", f"writing {path}")
     if boundary.is_hidden(path) or re.search(r"(?i)\bread|open", line):
@@ -95,7 +101,10 @@ def named(boundary: Boundary, line: str, refused: re.Match) -> list[Path]:
     last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
     path_like = last and " " not in last and "\0" not in last and (  # not "kill", "IO::Socket::INET"
         "/" in last or "." in last or os.path.lexists(boundary.workspace / last))
-    named = [path for path in after or ([last] if path_like else PATH.findall(segment)) if "\0" not in path]
+    token = last.split()[-1] if last.split() else ""  # git's "could not write config file .git/config"
+    token_like = not path_like and "/" in token and os.path.lexists(boundary.workspace / token)
+    named = [path for path in after or ([last] if path_like else [token] if token_like else PATH.findall(segment))
+             if "\0" not in path]
     # Where it really is: a link in the workspace to a file outside was refused as that file. Not under /proc,
     # where a link resolved here would be this process's own (its fds, its transcript), not the command's.
     return [Path(os.path.normpath(boundary.workspace / path)) if os.path.normpath(boundary.workspace / path).startswith(
