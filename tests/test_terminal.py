@@ -190,6 +190,12 @@ def test_a_command_without_a_known_root_says_run():
     ("always use tabs", "no", "The user said no: always use tabs."),
     ("please", "no", "The user said no: please."),
     ("yesterday's version", "no", "The user said no: yesterday's version."),
+    ("no new files please, put it in the README", "no",
+     "The user said no: no new files please, put it in the README."),  # the "no" is the reason's own
+    ("No more commands", "no", "The user said no: No more commands."),
+    ("no - wrong file", "no", "The user said no: wrong file."), ("nope later", "no", "The user said no: later."),
+    ("n put it in the README", "no", "The user said no: put it in the README."),
+    ("nobody needs that", "no", "The user said no: nobody needs that."),
 ])
 def test_answers(typed, verdict, refusal):
     assert parse_answer(typed) == (verdict, refusal)

@@ -57,7 +57,9 @@ def parse_answer(answer: str, command: str | None = None) -> tuple[str, str]:
     text = answer.strip()
     if words and words[0] in YES_WORDS:  # "yes, but use pathlib": a condition is not an approval
         return "no", f"The user did not approve it as it is, and said: {text}"
-    said_no = re.match(r"(?i)(nope|nah|no|n)\b[\s,:;.!-]*", text)  # "n", "no, because ..." or just a reason
+    # The refusal word is taken off only where it stands alone: "no", "no, because ...", "n: wrong file", "nope
+    # later". In "no new files please" it is part of the reason, which is kept whole.
+    said_no = re.match(r"(?i)(?:(?:nope|nah|no|n)\s*(?:[,:;.!\u2014-]+\s*|$)|(?:nope|nah|n)\s+)", text)
     reason = text[said_no.end():] if said_no else text
     return "no", f"The user said no{': ' + reason if reason else ''}."
 
