@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
+                          passed_env=config.sandbox_env,  # credentials' variables the user lets commands have
                           boundary=boundary,  # every command inside the kernel's walls, where it has any (landlock.py)
                           history_keeper=HistoryKeeper(git_folder(config.workspace)),  # git's history survives them
                           look=Look(config.workspace, permissions))  # and what acts later stays, unless you say yes

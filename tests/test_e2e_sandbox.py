@@ -187,3 +187,41 @@ def test_a_virtual_environment_that_is_the_workspaces_own_stays(tmp_path, monkey
     (tmp_path / "other").mkdir()
     outside = Workspace(tmp_path / "other")
     assert command_environment(environ, outside) == {"PATH": "/usr/bin"}
+
+
+# --- variables whose names say credentials: not passed to commands (issue 33) ---
+
+
+def test_credentials_exported_by_the_user_are_not_passed_to_commands_and_one_can_be_by_name(tmp_path):
+    from harness.sandbox.shell import command_environment, withheld_variables
+    from harness.sandbox.workspace import Workspace
+
+    environ = {"AWS_SECRET_ACCESS_KEY": "a", "GITHUB_TOKEN": "b", "ANTHROPIC_API_KEY": "c", "npm_config__authToken": "d",
+               "PGPASSWORD": "e", "GOOGLE_APPLICATION_CREDENTIALS": "/k.json", "PATH": "/usr/bin", "HOME": "/h",
+               "LANG": "C.UTF-8", "VIRTUAL_ENV": "/v", "PYTHONPATH": "/p", "TERM": "xterm"}
+    (tmp_path / "project").mkdir()
+    ws = Workspace(tmp_path / "project")
+    assert command_environment(environ, ws) == {"PATH": "/usr/bin", "HOME": "/h", "LANG": "C.UTF-8",
+                                                "VIRTUAL_ENV": "/v", "PYTHONPATH": "/p", "TERM": "xterm"}
+    ws.passed_env = frozenset({"GITHUB_TOKEN"})
+    assert command_environment(environ, ws)["GITHUB_TOKEN"] == "b" and "PGPASSWORD" not in command_environment(environ, ws)
+    assert withheld_variables(environ, ws.passed_env) == ["ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY",
+                                                          "GOOGLE_APPLICATION_CREDENTIALS", "PGPASSWORD",
+                                                          "npm_config__authToken"]
+
+
+def test_sandbox_lists_what_commands_are_not_given_and_only_the_users_own_env_passes_one(agent_home, project, tmp_path):
+    script = [command("echo token=${GITHUB_TOKEN:-none} secret=${AWS_SECRET_ACCESS_KEY:-none}"), "Done."]
+    environ = {"GITHUB_TOKEN": "ghp-e2e", "AWS_SECRET_ACCESS_KEY": "aws-e2e"}
+    with FakeEndpoint(script) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "--yes", stdin="/sandbox\nshow me\n", extra_env=environ)
+    assert done.returncode == 0, done.stderr
+    assert results_sent(endpoint, 1)[0]["output"] == "token=none secret=none"
+    assert ("  not passed to commands: AWS_SECRET_ACCESS_KEY, GITHUB_TOKEN (their names say credentials; "
+            "PLAINAGENT_SANDBOX_ENV=NAME passes one)") in done.stderr.splitlines()
+    (project / ".env").write_text("PLAINAGENT_SANDBOX_ENV=AWS_SECRET_ACCESS_KEY\n")  # a project's: never
+    with FakeEndpoint(script) as endpoint:
+        extra = own_settings(agent_home, endpoint, "PLAINAGENT_SANDBOX_ENV=GITHUB_TOKEN\n")
+        done = agent_here(agent_home, project, endpoint, "-p", "show me", "--yes", extra_env={**extra, **environ})
+    assert done.returncode == 0, done.stderr
+    assert results_sent(endpoint, 1)[0]["output"] == "token=ghp-e2e secret=none"

@@ -30,6 +30,7 @@ from harness.sandbox import ToolError
 from harness.sandbox.documents import decode, is_text, split_lines
 from harness.sandbox.edits import unified_diff
 from harness.sandbox.landlock import SETTINGS
+from harness.sandbox.shell import withheld_variables
 from harness.sandbox.shell import OUTPUT_MAX_BYTES
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
@@ -297,6 +298,9 @@ def slash_sandbox(session, argument: str) -> str:
                            f"  may not read: {', '.join(short) or 'nothing found'}; /dev but its common devices",
                            "  network: " + ("allowed" if boundary.network else "none, localhost included"),
                            "  " + boundary.afterwards()])
+    if withheld := withheld_variables(os.environ, session.tools.workspace.passed_env):
+        line += (f"\n  not passed to commands: {', '.join(withheld)} (their names say credentials; "
+                 "PLAINAGENT_SANDBOX_ENV=NAME passes one)")
     return (f"{line}\n  to change: {SETTINGS}, in the .env beside agent.py ({config.env_file}) or the environment; "
             "plainagent takes them up when it starts again (--resume goes on with this session).")
 

@@ -59,6 +59,7 @@ class Config:
     sandbox: bool = True  # PLAINAGENT_SANDBOX (on/off): commands inside the kernel boundary, where there is one
     sandbox_network: bool = False  # PLAINAGENT_SANDBOX_NETWORK (on/off): commands may use the network
     sandbox_write: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_WRITE: more folders commands may write in (":")
+    sandbox_env: frozenset[str] = frozenset()  # PLAINAGENT_SANDBOX_ENV: credentials' variables commands get
     env_file: Path | None = None  # the user's own .env, to name in error messages
     unused_key: Path | None = None  # a project's .env whose OPENAI_API_KEY was not used: named if none is set
     sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
@@ -81,6 +82,7 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
             "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE",
+            "sandbox_env": "PLAINAGENT_SANDBOX_ENV",
             "connect_timeout": "PLAINAGENT_CONNECT_TIMEOUT", "first_byte_timeout": "PLAINAGENT_FIRST_BYTE_TIMEOUT",
             "read_timeout": "PLAINAGENT_READ_TIMEOUT"}
 WAITS = ("connect_timeout", "first_byte_timeout", "read_timeout")  # each with a flag of its name: --read-timeout
@@ -246,6 +248,12 @@ def parse_setting(name: str, variable: str, value: str):
                 raise ConfigError(f"{variable}={value!r}: {', '.join(relative)} is not an absolute path; list "
                                   f"folders separated by '{os.pathsep}' or ',', e.g. {variable}=~/.cache/go-build")
             return folders
+        if name == "sandbox_env":  # names, as a list is written: "GITHUB_TOKEN, NPM_TOKEN"
+            names = frozenset(re.split(r"[\s,:]+", value.strip())) - {""}
+            if bad := sorted(name for name in names if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)):
+                raise ConfigError(f"{variable}={value!r}: {', '.join(bad)} is not a variable's name; list names "
+                                  f"separated by commas, e.g. {variable}=GITHUB_TOKEN")
+            return names
         if name == "deny":
             try:
                 parse_rules(value)  # say so now, not at the first command

@@ -115,14 +115,29 @@ SOCKET_VARIABLES = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "TMUX", 
                     "NVIM", "NVIM_LISTEN_ADDRESS", "VSCODE_IPC_HOOK_CLI", "ZELLIJ", "ZELLIJ_SESSION_NAME"}
 
 
+# Variables whose names say they hold a credential (Codex CLI's default leaves out *KEY*, *SECRET*, *TOKEN*):
+# an exported AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN reached the model through `env | base64`. The user passes one
+# by name with PLAINAGENT_SANDBOX_ENV.
+CREDENTIAL_NAME = re.compile(r"(?i)KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL")
+
+
+def withheld_variables(environ: dict[str, str] | os._Environ, passed: frozenset[str] = frozenset()) -> list[str]:
+    """The variables commands are not given because their names say credentials, but those the user passes (the
+    API key is not among them: it is never passed, whatever the settings say)."""
+    return sorted(name for name in environ if CREDENTIAL_NAME.search(name) and name not in passed
+                  and name != "OPENAI_API_KEY")
+
+
 def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace, network: bool = True) -> dict[str, str]:
     """The environment a command runs with: the user's, as their own shell in the workspace would have it. Not
-    the key, nor any variable that holds it; without the network, none that leads to a daemon's socket; and not
+    the key, nor any variable that holds it or whose name says it holds a credential (withheld_variables); without
+    the network, none that leads to a daemon's socket; and not
     plainagent's own virtual environment (the Quick start activates it): the project's `python -m pytest` ran
     plainagent's Python, and a `pip install` would have gone there. A venv that is the workspace's own stays:
     that one is the project's."""
+    withheld = set(withheld_variables(environ, ws.passed_env))
     env = {name: value for name, value in environ.items() if name != "OPENAI_API_KEY" and not ws.leaks(value)
-           and (network or name not in SOCKET_VARIABLES)}
+           and (network or name not in SOCKET_VARIABLES) and name not in withheld}
     venv = env.get("VIRTUAL_ENV", "")
     if venv and os.path.realpath(venv) == os.path.realpath(sys.prefix) and not ws.contains(Path(venv).resolve()):
         scripts = os.path.join(venv, "Scripts" if WINDOWS else "bin")

@@ -101,6 +101,7 @@ class Workspace:
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)
+    passed_env: frozenset[str] = frozenset()  # variables commands get although their names say credentials
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
     history_keeper: HistoryKeeper | None = None  # the repository's history, kept for after each command
     look: Look | None = None  # what acts later, looked at before and after each command (look.py)
