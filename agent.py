@@ -15,15 +15,23 @@ armour from harness/. The model never touches the machine: it writes text, and t
 
 from __future__ import annotations
 
-import json
-import os
-import signal
+import os  # both loaded before this file runs (site needs them): not found again on the path
 import sys
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Protocol
 
-from harness.cli.args import parse_args  # argparse alone
+# This file's folder is first on the import path: with the checkout inside the workspace, a command could put a
+# json.py there that the next session would import before the standard library's. It goes last: prompt, tools and
+# harness are found in it still, and nothing the standard library or site-packages holds.
+if __name__ == "__main__" and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(
+        os.path.realpath(__file__)):
+    sys.path.append(sys.path.pop(0))
+
+import json  # noqa: E402
+import signal  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Protocol  # noqa: E402
+
+from harness.cli.args import parse_args  # noqa: E402  (argparse alone)
 
 # Before the modules below load (requests takes 0.1 s): --help and usage errors answer at once, Ctrl-C quietly.
 if __name__ == "__main__":

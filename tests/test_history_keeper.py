@@ -78,6 +78,20 @@ def test_loose_objects_removed_behind_the_refs_are_put_back(tmp_path):
     assert git(project, "log", "--format=%H %s").splitlines() == log
 
 
+@pytest.mark.parametrize("wipe", [
+    "rm -rf .git && git init -q -b other",  # a new HEAD: the refs were all that said where the history was
+    "find .git/objects -type f -path '*/objects/??/*' | while read f; do rm -f \"$f\"; echo junk > \"$f\"; done",
+])
+def test_history_wiped_behind_a_new_head_or_objects_replaced_by_junk_is_put_back(tmp_path, wipe):
+    project = tmp_path / "project"
+    log = repository(project)
+    ws = keeper_for(project)
+    result = run_shell(ws, wipe, 20)
+    assert "put back from the" in result, result
+    assert git(project, "log", "--format=%H %s").splitlines() == log
+    assert git(project, "fsck", "--no-progress").strip() == ""
+
+
 def test_ordinary_git_work_is_left_as_it_is(tmp_path):
     """A new commit, a branch deleted, a branch moved, a gc: nothing is put back over them, and no note says so but
     the gc's (which only undoes tidying)."""
@@ -88,7 +102,7 @@ def test_ordinary_git_work_is_left_as_it_is(tmp_path):
                          "| wc -l", 20) == "4"
     assert git(project, "branch", "--list").split() == ["*", "main"]  # topic stays deleted
     result = run_shell(ws, "git gc -q --prune=now && git log --oneline | wc -l", 20)
-    assert result.splitlines()[0] == "4" and "git gc" in result
+    assert result.splitlines()[0] == "4" and "no commit from before the session is lost" in result
     assert git(project, "log", "--oneline").count("\n") == 4 and git(project, "branch", "--list").split() == ["*", "main"]
     assert git(project, "fsck", "--no-progress").strip() == ""
 

@@ -167,3 +167,42 @@ def test_inside_the_walls_what_cannot_be_bound_is_put_back_too(tmp_path):
     assert "Read-only file system" in result  # the existing config: bound read-only
     assert "the command changed AGENTS.md, sub/.git, which act later" in result
     assert not (tree.workspace / "AGENTS.md").exists() and not (tree.workspace / "sub/.git").exists()
+
+
+# Found by an attack on the first version: git obeys more than .git/config and .git/hooks.
+@pytest.mark.parametrize("shape", ["commondir", "separate-git-dir", "modules", "uploadpack", "tar", "receivepack"])
+def test_what_git_obeys_beyond_the_workspaces_git_config_is_put_back(tmp_path, shape):
+    project, marker = tmp_path / "project", tmp_path / "marker"
+    repository(project)
+    run = f"touch {marker}; false"
+    commands = {
+        "commondir": "mkdir -p evil && cp -r .git/objects .git/refs evil/ && printf '[core]\\n\\trepositoryformatversion"
+                     f" = 0\\n\\tfsmonitor = {run}\\n' > evil/config && echo ../evil > .git/commondir",
+        "separate-git-dir": "mkdir -p store && git init -q --separate-git-dir=$PWD/store/g2 sub && "
+                            f"git -C sub config core.fsmonitor '{run}'",
+        "modules": "mkdir -p .git/modules/sm && git init -q --separate-git-dir=$PWD/.git/modules/sm sm && "
+                   f"git -C sm config core.fsmonitor '{run}'",
+        "uploadpack": f"git init -q sub && git -C sub config remote.origin.url {project} && "
+                      f"git -C sub config remote.origin.uploadpack '{run}'",
+        "tar": f"git init -q sub && git -C sub config tar.tgz.command '{run}'",
+        "receivepack": f"git init -q sub && git -C sub config remote.origin.url {project} && "
+                       f"git -C sub config remote.origin.receivepack '{run}'",
+    }
+    ws = workspace(project, Asked("no"))
+    result = run_shell(ws, commands[shape], 20)
+    assert "which act later outside the walls; they were put back as they were" in result, result
+    for folder, argv in [(project, ["status"]), (project / "sub", ["fetch", "-q", "origin"]),
+                         (project / "sub", ["archive", "--format=tgz", "-o", "/dev/null", "HEAD"]),
+                         (project / "sub", ["push", "-q", "origin", "HEAD:refs/heads/x"]), (project / "sm", ["status"])]:
+        if folder.is_dir():
+            user_git(folder, *argv)
+    assert not marker.exists()
+
+
+def test_instruction_files_other_agents_read_are_watched_in_any_folder(tmp_path):
+    project = tmp_path / "project"
+    (project / "pkg").mkdir(parents=True)
+    ws = workspace(project, Asked("no"))
+    result = run_shell(ws, "echo x > AGENTS.override.md && echo y > CLAUDE.local.md && echo z > pkg/AGENTS.md", 20)
+    assert "AGENTS.override.md" in result and "CLAUDE.local.md" in result and "pkg/AGENTS.md" in result
+    assert sorted(path.name for path in project.rglob("*.md")) == []

@@ -4,6 +4,7 @@ The rewritten files are made here, in Python; the command only copies them over.
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -100,3 +101,16 @@ def test_a_checkout_inside_the_workspace_rewritten_by_a_command_changes_nothing_
         assert (install / "harness/sandbox/tether.py").read_text() == NO_WALLS  # the attack happened on disk
     assert f"(plainagent: the kernel sandbox refused writing {victim}" in results_sent(endpoint, 2)[0]["output"]
     assert not victim.exists() and not marker.exists()
+
+
+def test_a_module_planted_beside_agent_py_is_not_imported_before_the_standard_librarys(tmp_path):
+    """A command in a workspace that holds plainagent's checkout wrote json.py, dataclasses.py and signal.py next
+    to agent.py (the folder is the command's to write in); the next session must not run them."""
+    install = install_program(tmp_path / "plainagent")
+    marker = tmp_path / "imported"
+    for name in ("json", "dataclasses", "signal", "typing", "argparse"):
+        (install / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\nraise ImportError\n")
+    done = subprocess.run([sys.executable, str(install / "agent.py"), "--help"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=30)
+    assert done.returncode == 0 and "usage: agent.py" in done.stdout, done.stderr
+    assert not marker.exists()

@@ -47,6 +47,7 @@ class HistoryKeeper:
         self.root = root  # where snapshots are kept: the state folder's history/, unless a test says
         self.snapshot: Path | None = None
         self.fanout: list[str] = []  # what the look after a command checks: a sample of the objects, the packs
+        self.linked = True  # whether every object was hard-linked (then a file put in an object's place is seen)
 
     def before_command(self) -> None:
         """At the first command, the snapshot (then nothing: what is committed later is the session's own)."""
@@ -61,7 +62,7 @@ class HistoryKeeper:
             into = self.snapshot / os.path.relpath(parent, self.git)
             into.mkdir(parents=True, exist_ok=True)
             for name in names:
-                keep(Path(parent) / name, into / name, link=True)
+                self.linked &= keep(Path(parent) / name, into / name, link=True) == "linked"
         for name in KEPT_FILES:
             keep(self.git / name, self.snapshot / name, link=False)
         if (self.git / "refs").is_dir():
@@ -74,11 +75,12 @@ class HistoryKeeper:
 
     def after_command(self) -> str | None:
         """The note for the command's result when history was missing and put back; None when nothing was. With
-        HEAD gone the repository was wiped: everything is put back, refs too. Otherwise only object files (a
+        HEAD or every ref gone the repository was wiped (`rm -rf .git`, then perhaps `git init`): everything is put
+        back, HEAD and refs too. Otherwise only object files, also those a file was put in the place of (a
         command's refs are its own: after `git gc` the packed ones are the truth, and a moved branch stays moved)."""
-        if self.snapshot is None or all(os.path.lexists(self.git / name) for name in ["HEAD", *self.fanout]):
+        if self.snapshot is None or all(self.intact(name) for name in ["HEAD", *self.fanout]) and not self.refs_gone():
             return None
-        wiped = not os.path.lexists(self.git / "HEAD")
+        wiped = not os.path.lexists(self.git / "HEAD") or self.refs_gone()
         n_back = 0
         for parent, _, names in os.walk(self.snapshot):
             is_objects = Path(parent).is_relative_to(self.snapshot / "objects")
@@ -89,30 +91,70 @@ class HistoryKeeper:
                 into.mkdir(parents=True, exist_ok=True)
             except OSError:  # a file where a folder was: the command's to have made; not removed
                 continue
-            n_back += sum(keep(Path(parent) / name, into / name, link=is_objects)
-                          for name in names if not os.path.lexists(into / name))
+            for name in names:
+                relative = os.path.relpath(os.path.join(parent, name), self.snapshot)
+                if os.path.lexists(into / name) and (self.intact(relative) or not is_objects) and not (
+                        wiped and relative == "HEAD"):
+                    continue
+                try:
+                    if os.path.lexists(into / name):  # an object's name is its content: what else is there is not it
+                        os.unlink(into / name)
+                except OSError:
+                    continue
+                n_back += bool(keep(Path(parent) / name, into / name, link=is_objects))
         if wiped:
             return (f"(plainagent: the command removed the repository's history in {self.git}; {n_back} of its files "
                     "were put back from the snapshot taken at the session's first command: the commits from before "
-                    "the session are there again, and the branches as they were then.)")
-        return (f"(plainagent: {n_back} of the repository's object files from before the session were gone after the "
-                f"command ({self.git / 'objects'}); they were put back from the session's snapshot. After a `git gc` "
-                "this is only tidying undone: nothing is lost either way.)")
+                    "the session are there again, and HEAD and the branches as they were then.)")
+        return (f"(plainagent: {n_back} of the repository's object files from before the session were gone or replaced "
+                f"after the command ({self.git / 'objects'}); they were put back from the session's snapshot, so no "
+                "commit from before the session is lost. The branches are as the command left them.)")
+
+    def intact(self, relative: str) -> bool:
+        """Whether the repository still holds `relative` (HEAD, an object, a pack): the very file, where the snapshot
+        links it."""
+        try:
+            here = os.lstat(self.git / relative)
+        except OSError:
+            return False
+        if not self.linked or not relative.startswith("objects"):
+            return True
+        try:
+            return here.st_ino == os.lstat(self.snapshot / relative).st_ino
+        except OSError:
+            return True
+
+    def refs_gone(self) -> bool:
+        """Whether none of the branches and tags of the snapshot is there any more, loose or packed."""
+        names = [str(path.relative_to(self.snapshot)) for path in (self.snapshot / "refs").rglob("*") if path.is_file()]
+        try:
+            names += [line.split()[1] for line in (self.snapshot / "packed-refs").read_text().splitlines()
+                      if line and line[0] not in "#^" and len(line.split()) == 2]
+        except OSError:
+            pass
+        if not names:
+            return False
+        try:
+            packed = (self.git / "packed-refs").read_text(errors="replace")
+        except OSError:
+            packed = ""
+        return not any(os.path.lexists(self.git / name) or f" {name}\n" in packed + "\n" for name in names)
 
 
-def keep(source: Path, target: Path, link: bool) -> bool:
-    """`source` at `target`: hard-linked when `link` and it can be, else copied; False when it is gone."""
+def keep(source: Path, target: Path, link: bool) -> str:
+    """`source` at `target`: hard-linked when `link` and it can be, else copied: "linked", "copied", or "" when
+    it is gone."""
     try:
         if link:
             try:
                 os.link(source, target, follow_symlinks=False)
-                return True
+                return "linked"
             except OSError:  # another file system, or links not allowed here: a copy
                 pass
         shutil.copy2(source, target, follow_symlinks=False)
-        return True
+        return "copied"
     except OSError:
-        return False
+        return ""
 
 
 def remove_left_behind(root: Path) -> None:

@@ -31,6 +31,7 @@ from harness.sandbox.namespaces import INSTRUCTION_FILES
 MAX_FOLDERS = 20_000  # folders walked for new repositories at most: a bigger workspace is looked at that far
 PRUNED = {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", "site-packages", ".mypy_cache",
           ".pytest_cache", ".cache", "target", "dist", "build"}  # big, made by tools; no repository is in them
+AGENT_FILES = {"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"}  # in any folder
 MAX_KEPT = 1 << 20  # bytes of a watched file kept to put back; a bigger one is moved aside whole instead
 WHY = ("outside the walls: git runs what its config and hooks name at your next git command there, and instruction "
        "files go into the next session's prompt; it is put back as it was until you say yes")
@@ -80,30 +81,30 @@ class Look:
     # --- what is watched ---
 
     def watched(self) -> dict[Path, tuple | None]:
-        """Each watched path: ("repository",) for a .git folder, else what it holds (kind, bytes, mode)."""
+        """Each watched path: ("repository",) for a .git folder or file, else what it holds (kind, bytes, mode)."""
         found: dict[Path, tuple | None] = {}
-        for name in INSTRUCTION_FILES:
-            for path in files_under(self.root / name):
-                found[path] = fingerprint(path)
-        for git in [*self.repositories(), *self.outside]:
+        repositories, instructions = self.walk()
+        for path in [*instructions, *(path for name in INSTRUCTION_FILES for path in files_under(self.root / name))]:
+            found[path] = fingerprint(path)
+        for git in [*repositories, *self.outside]:
             found[git] = ("repository",)
-            hooks = [path for path in files_under(git / "hooks") if path.suffix != ".sample"]  # never run
-            for path in [git / "config", git / "config.worktree", *hooks]:
-                if os.path.lexists(path):
-                    found[path] = fingerprint(path)
+            for path in git_parts(git):
+                found[path] = fingerprint(path)
         return found
 
-    def repositories(self) -> list[Path]:
-        """The .git folders (or files) in the workspace: a walk, MAX_FOLDERS at most, not into them."""
-        found, n_folders = [], 0
+    def walk(self) -> tuple[list[Path], list[Path]]:
+        """The .git folders (or files) in the workspace, and the instruction files some agent reads in any folder
+        (AGENT_FILES): a walk, MAX_FOLDERS at most, not into a .git."""
+        repositories, instructions, n_folders = [], [], 0
         for folder, names, files in os.walk(self.root):
             n_folders += 1
             if ".git" in names or ".git" in files:
-                found.append(Path(folder) / ".git")
+                repositories.append(Path(folder) / ".git")
+            instructions += [Path(folder) / name for name in AGENT_FILES.intersection(files)]
             names[:] = [name for name in names if name not in PRUNED and name != ".git"]
             if n_folders >= MAX_FOLDERS:
                 break
-        return found
+        return repositories, instructions
 
     # --- putting back ---
 
@@ -141,31 +142,71 @@ class Look:
         return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
 
 
-# Sections of git's configuration that name a program or another file to read (later.py's GIT_SECTION), and the
-# keys of [core] that `git init` writes: a new repository with only those acts on nothing.
-ACTING = {"core", "alias", "filter", "diff", "merge", "include", "includeif", "credential", "gpg", "sequence",
-          "pager", "uploadpack", "receive", "protocol", "url", "ssh", "submodule", "init"}
-INIT_CORE = {"repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode",
-             "symlinks"}
+# What of git's configuration is ordinary and names no program: everything else counts (an fsmonitor, an alias,
+# a filter, remote.X.uploadpack, tar.X.command, a pager, an include, ...), as a list of what is safe cannot miss
+# a new way to run something. Section -> its harmless keys; None: all of them; a subsection ("merge.X.driver")
+# is harmless only where HARMLESS_SUBSECTIONS says so.
+HARMLESS = {"core": {"repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase",
+                     "precomposeunicode", "symlinks", "autocrlf", "eol", "safecrlf", "quotepath", "abbrev"},
+            "user": None, "author": None, "committer": None, "extensions": None, "pull": None, "color": None,
+            "advice": None, "status": None, "log": None, "rerere": None, "i18n": None, "index": None, "gc": None,
+            "init": {"defaultbranch"}, "push": {"default", "autosetupremote", "followtags"},
+            "fetch": {"prune", "prunetags"}, "rebase": {"autostash", "autosquash", "updaterefs"},
+            "merge": {"conflictstyle", "ff", "log"}, "commit": {"gpgsign", "verbose"}, "tag": {"gpgsign", "sort"}}
+HARMLESS_SUBSECTIONS = {"remote": {"url", "fetch", "pushurl", "tagopt", "prune", "mirror", "push"},
+                        "branch": {"remote", "merge", "rebase", "pushremote", "description"}}
 
 
 def significant(path: Path, kept: tuple | None):
-    """What of a watched path counts: a git config's lines that can make git run something (a remote or a user name
-    added is ordinary work), a repository's presence not at all (its files count), else all it holds."""
+    """What of a watched path counts: a git config's lines that are not HARMLESS (a remote or a user name added is
+    ordinary work), a repository's presence not at all (its files count), else all it holds."""
     if kept == ("repository",):
         return None
     if path.name in ("config", "config.worktree") and (kept is None or kept[0] == "file"):
-        section, acting = "", []
+        section, subsection, acting = "", False, []
         for line in (kept[1].decode("utf-8", "replace") if kept else "").splitlines():
             line = line.strip().lstrip("\ufeff")
             if line.startswith("[") and "]" in line:  # a section, and what may follow it on its line
                 header, line = line[1:].split("]", 1)
-                section, line = (header.split() or [""])[0].split(".")[0].lower(), line.strip()
-            if line and not line.startswith(("#", ";")) and section in ACTING and not (
-                    section == "core" and line.split("=")[0].strip().lower() in INIT_CORE):
+                name = (header.split() or [""])[0]
+                section, subsection = name.split(".")[0].lower(), " " in header.strip() or "." in name
+                line = line.strip()
+            if not line or line.startswith(("#", ";")):
+                continue
+            key = line.split("=")[0].strip().lower()
+            allowed = HARMLESS_SUBSECTIONS.get(section, set()) if subsection else HARMLESS.get(section, set())
+            if allowed is not None and key not in allowed:
                 acting.append(f"{section}: {line}")
         return tuple(acting)
     return kept
+
+
+def git_parts(git: Path) -> list[Path]:
+    """What git obeys in a repository: for a .git folder, or the folder a .git file leads to ("gitdir: X"), and the
+    common folder its `commondir` names: config, config.worktree, commondir, the hooks (not the samples: never
+    run), and the config of its submodules (modules/) and worktrees; those that exist."""
+    folders = [git]
+    if os.path.isfile(git) and not os.path.islink(git):
+        try:
+            line = git.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            line = ""
+        folders = [(git.parent / line.removeprefix("gitdir:").strip()).resolve()] if line.startswith("gitdir:") else []
+    for folder in list(folders):
+        try:
+            common = (folder / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+            folders.append((folder / common).resolve())
+        except OSError:
+            pass
+    parts = []
+    for folder in dict.fromkeys(folders):
+        if not os.path.isdir(folder):
+            continue
+        hooks = [path for path in files_under(folder / "hooks") if path.suffix != ".sample"]
+        parts += [folder / "config", folder / "config.worktree", folder / "commondir", *hooks,
+                  *folder.glob("modules/**/config"), *folder.glob("worktrees/*/config.worktree"),
+                  *folder.glob("worktrees/*/commondir")]
+    return [path for path in dict.fromkeys(parts) if os.path.lexists(path)]
 
 
 def files_under(path: Path) -> list[Path]:
