@@ -163,6 +163,41 @@ class SocketServer:
 CONNECT = "{python} -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{path}\"); s.sendall(b\"in\")'"
 
 
+# A socket server run apart: in a network namespace of its own (a daemon this /proc/net/unix does not list), or
+# bound by a relative name after a chdir (listed without its folder). It prints "ready", then counts what reaches it.
+SERVE_APART = """
+import os, socket, sys
+os.chdir(sys.argv[1])
+server = socket.socket(socket.AF_UNIX)
+server.bind(sys.argv[2])
+server.listen()
+print("ready", flush=True)
+connection, _ = server.accept()
+print("reached", flush=True)
+"""
+
+
+@needs_namespaces
+@pytest.mark.parametrize("apart", ["relative name", "another network namespace"])
+def test_a_socket_the_kernel_lists_elsewhere_or_by_a_relative_name_is_covered_too(tmp_path, apart):
+    tree = Tree(tmp_path)
+    folder = tmp_path / "srv/a/b/c/d/e"  # deeper than the walk of /tmp goes
+    folder.mkdir(parents=True)
+    name = "rel.sock" if apart == "relative name" else str(folder / "other-netns.sock")
+    prefix = ["unshare", "-n"] if apart == "another network namespace" else []
+    server = subprocess.Popen([*prefix, sys.executable, "-c", SERVE_APART, str(folder), name], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert server.stdout.readline() == "ready\n"
+        path = folder / "rel.sock" if apart == "relative name" else Path(name)
+        output = tree.run(CONNECT.replace("{path}", str(path)))
+    finally:
+        server.kill()
+        reached = server.communicate()[0]
+    assert output.startswith("exit code 1:") and "ConnectionRefusedError" in output, output
+    assert "reached" not in reached
+
+
 @BOTH
 def test_no_unix_socket_outside_is_reached_without_the_network(tmp_path, namespaces):
     tree = Tree(tmp_path, namespaces=namespaces)

@@ -41,7 +41,7 @@ import weakref
 from pathlib import Path
 
 from harness.sandbox.namespaces import INSTRUCTION_FILES, SHARED_MEMORY, close, git_parts, namespaces_work, \
-    remove_left_behind
+    remove_left_behind, unix_sockets
 from harness.sandbox.seccomp import seccomp_program
 from harness.sandbox.secret_files import is_secret
 
@@ -156,7 +156,8 @@ class Boundary:
             return []
         walls = [f"w:{folder}" for folder in self.writable() if folder != Path(SHARED_MEMORY)]
         walls += [f"r:{path}" for path in self.read_only()]
-        return walls + ([f"shm:{self.shm}"] if self.shm else []) + ([] if self.network else ["sockets"])
+        sockets = [] if self.network else [f"sock:{path}" for path in unix_sockets(self.writable())]
+        return walls + ([f"shm:{self.shm}"] if self.shm else []) + sockets
 
     def read_only(self) -> list[Path]:
         """What stays read-only to commands inside the folders they write in: what acts later outside the walls

@@ -125,3 +125,111 @@ def remove_tree(folder: Path) -> None:
         for name in names:
             give_back(os.path.join(parent, name))
     shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- Unix socket files outside the walls: covered inside the namespace when the network is off ---
+#
+# Connecting to a pathname socket needs only the file's write permission, which neither a read-only mount nor a
+# network namespace takes away, and no kernel call this program can use refuses it by path. So each socket file
+# a daemon listens on is found and covered (tether.py binds /dev/null over it): the Docker socket, the
+# ssh-agent's, tmux's, D-Bus's, a resolver's.
+
+SOCKET_FOLDERS = ("/run", "/var/run", "/tmp", "/var/tmp")  # where daemons put theirs
+SOCKET_WALK = 5000  # entries looked at in those folders, at most
+
+
+def unix_sockets(writable: list[Path]) -> list[str]:
+    """The socket files outside `writable`: every listening socket the kernel lists, in every network namespace
+    a process here is in (a daemon in another one is not in this /proc/net/unix), its relative name found again
+    from the owner's working folder; those in the folders daemons keep them in (one mounted from elsewhere lists
+    elsewhere); and each again wherever another mount shows its folder."""
+    listed, relative = set(), {}
+    for table in network_tables():
+        for line in table.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) > 7 and not fields[7].startswith("@"):  # an abstract one: Landlock's scope holds it
+                (listed.add(fields[7]) if fields[7].startswith("/") else relative.setdefault(fields[6], fields[7]))
+    listed |= set(named_from_owners(relative)) if relative else set()
+    budget = [SOCKET_WALK]
+    for top in filter(None, [*SOCKET_FOLDERS, os.environ.get("XDG_RUNTIME_DIR", ""), os.path.expanduser("~")]):
+        listed |= set(walk_files(top, 4, budget))
+    found = {path for path in listed if is_socket(path)}
+    found |= {alias for path in found for alias in mount_aliases(path) if is_socket(alias)}
+    inside = tuple(str(folder).rstrip("/") + "/" for folder in writable)
+    return sorted(path for path in found if not path.startswith(inside))
+
+
+def network_tables() -> list[str]:
+    """/proc/PID/net/unix of one process in each network namespace this process can see."""
+    seen, tables = set(), []
+    for name in ["self", *(name for name in os.listdir("/proc") if name.isdigit())]:
+        try:
+            namespace = os.readlink(f"/proc/{name}/ns/net")
+            if namespace in seen:
+                continue
+            seen.add(namespace)
+            with open(f"/proc/{name}/net/unix", encoding="utf-8", errors="replace") as file:
+                tables.append(file.read())
+        except OSError:
+            continue
+    return tables
+
+
+def named_from_owners(relative: dict[str, str]) -> list[str]:
+    """Sockets bound by a relative name (after a chdir): the name from the working folder of each process that
+    holds the socket (by its inode, in /proc/PID/fd)."""
+    wanted, found = {f"socket:[{inode}]": name for inode, name in relative.items()}, []
+    for pid in (name for name in os.listdir("/proc") if name.isdigit()):
+        try:
+            links = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+            if held := links & wanted.keys():
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+                found += [os.path.join(cwd, wanted[link]) for link in held]
+        except OSError:
+            continue
+    return found
+
+
+def walk_files(top: str, depth: int, budget: list[int]):
+    """The paths under `top` that are neither a file, a folder nor a link (sockets, fifos, devices: the folder's
+    listing says so, no stat needed), `depth` folders down and budget[0] entries at most, not following links."""
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    budget[0] -= len(entries)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if depth > 1 and budget[0] > 0:
+                yield from walk_files(entry.path, depth - 1, budget)
+        elif not entry.is_file(follow_symlinks=False) and not entry.is_symlink():
+            yield entry.path
+
+
+def mount_aliases(path: str) -> list[str]:
+    """`path` as other mounts of the same file system show it (a bind mount of its folder elsewhere)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as file:
+            mounts = [(fields[2], unescape(fields[3]), unescape(fields[4]))
+                      for fields in (line.split() for line in file) if len(fields) > 4]
+    except OSError:
+        return []
+    holding = [mount for mount in mounts if path == mount[2] or path.startswith(mount[2].rstrip("/") + "/")]
+    if not holding:
+        return []
+    device, root, point = max(holding, key=lambda mount: len(mount[2]))
+    inner = os.path.join(root, os.path.relpath(path, point))  # where it is in its file system
+    return [os.path.normpath(os.path.join(other, os.path.relpath(inner, other_root))) for other_device, other_root, other
+            in mounts if other_device == device and (inner + "/").startswith(other_root.rstrip("/") + "/")
+            and other != point]
+
+
+def unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda found: chr(int(found[1], 8)), field)  # mountinfo's \040 for a space
+
+
+def is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False

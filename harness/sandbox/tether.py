@@ -26,7 +26,6 @@ import os
 import resource
 import select
 import signal
-import stat
 import struct
 import sys
 import time
@@ -302,13 +301,12 @@ def zombie(pid: int) -> bool:
 # --- the namespaces: what holds after the command, and what the kernel's mounts hold that Landlock does not ---
 # WALLS, from landlock.py's Boundary.walls(): "w:PATH" a folder commands write in, "r:PATH" a path beneath one that
 # stays read-only (git's hooks and config, instruction files, plainagent's own code), "shm:PATH" the session's own
-# folder that stands for /dev/shm, "sockets" to cover the Unix socket files outside (network off).
+# folder that stands for /dev/shm, "sock:PATH" a Unix socket file outside to cover (network off: namespaces.py).
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE, MOUNT_ATTR_RDONLY = 442, -100, 0x8000, 1  # the same number everywhere
 PID_MAX = str(MAX_PROCESSES)  # root's fork loop: the PID namespace has no more numbers than this
-SOCKET_FOLDERS = ("/run", "/var/run", "/tmp", "/var/tmp")  # where daemons put theirs (also listed in /proc/net/unix)
 
 
 def enter_namespaces(walls: list[str]) -> None:
@@ -330,9 +328,8 @@ def enter_namespaces(walls: list[str]) -> None:
         check(mount(path, path, None, MS_BIND | MS_REC), path)  # a mount of its own, to set apart from "/"
     if shm:
         check(mount(shm, "/dev/shm", None, MS_BIND), "/dev/shm")
-    if "sockets" in walls:
-        for path in unix_sockets(writable):
-            check(mount("/dev/null", path, None, MS_BIND), path, missing_ok=True)  # connect() finds a device
+    for path in (path[5:] for path in walls if path.startswith("sock:")):
+        check(mount("/dev/null", path, None, MS_BIND), path, missing_ok=True)  # connect() finds a device
     check(set_attributes("/", MOUNT_ATTR_RDONLY, 0), "/")  # every mount: contents, modes, times, names
     for path in writable + (["/dev/shm"] if shm else []):
         check(set_attributes(path, 0, MOUNT_ATTR_RDONLY), path)
@@ -381,45 +378,6 @@ def check(result: int, step: str, missing_ok: bool = False) -> None:
         code = ctypes.get_errno()
         if not (missing_ok and code == 2):
             raise OSError(code, os.strerror(code), f": {step}")
-
-
-def unix_sockets(writable: list[str]) -> list[str]:
-    """The Unix socket files outside the writable folders: those /proc/net/unix lists, and those in the folders
-    where daemons keep them (a Docker socket mounted from the host listens elsewhere). Connecting to one needs
-    only the file's write permission, which a read-only mount does not take away."""
-    found = set()
-    try:
-        with open("/proc/net/unix", "rb") as file:
-            found |= {os.fsdecode(line.split()[7]) for line in file.read().splitlines()[1:]
-                      if len(line.split()) > 7 and line.split()[7].startswith(b"/")}
-    except OSError:
-        pass
-    folders = [*SOCKET_FOLDERS, os.environ.get("XDG_RUNTIME_DIR", ""), os.path.expanduser("~")]
-    for top in filter(None, folders):
-        for folder, names, files in walk(top, depth=4):
-            found |= {os.path.join(folder, name) for name in files}
-    inside = tuple(folder.rstrip("/") + "/" for folder in writable)
-    return sorted(path for path in found if not path.startswith(inside) and is_socket(path))
-
-
-def walk(top: str, depth: int, budget: list[int] | None = None):
-    budget = [5000] if budget is None else budget  # os.walk, `depth` down and 5,000 entries at most, no links
-    try:
-        entries = list(os.scandir(top))
-    except OSError:
-        return
-    budget[0] -= len(entries)
-    yield top, [e.name for e in entries if e.is_dir(follow_symlinks=False)], [e.name for e in entries]
-    for entry in entries:
-        if depth > 1 and budget[0] > 0 and entry.is_dir(follow_symlinks=False):
-            yield from walk(entry.path, depth - 1, budget)
-
-
-def is_socket(path: str) -> bool:
-    try:
-        return stat.S_ISSOCK(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def end_as(code: int) -> None:
