@@ -184,7 +184,13 @@ class Session:
         """One task, after the notes on what happened since the model last heard (an interrupt, /undo)."""
         task = "".join(f"({note})\n\n" for note in self.notes) + task
         self.notes.clear()
-        return run_task(task, self.model, self.tools, self.history, self.config.max_steps)
+        try:
+            return run_task(task, self.model, self.tools, self.history, self.config.max_steps)
+        except TaskStopped as error:  # the step limit, said as the user set it: a flag, or a setting (and where)
+            where = self.config.sources.get("PLAINAGENT_MAX_STEPS", "--max-steps")
+            if str(error) != prompt.STEP_LIMIT.format(n=self.config.max_steps) or where == "--max-steps":
+                raise
+            raise TaskStopped(prompt.STEP_LIMIT_SET.format(n=self.config.max_steps, where=where)) from None
 
     def switch_mode(self, mode: str) -> str:
         """/mode NAME: the model is told, and the system prompt follows (to or from read-only, its tools change)."""

@@ -131,6 +131,8 @@ REPEATED = ("You have made this exact call {n} times in a row; its result will n
             "or answer with what you know.")
 STEP_LIMIT = ("Stopped after {n} model call(s) (--max-steps {n}) without a final answer. "
               "Say how to go on, or raise --max-steps.")
+STEP_LIMIT_SET = ("Stopped after {n} model call(s) (PLAINAGENT_MAX_STEPS={n}, in {where}) without a final answer. "
+                  "Say how to go on, or raise PLAINAGENT_MAX_STEPS (or give --max-steps).")
 SUBAGENT_TASK = """\
 You are a sub-agent: another agent handed you the task below and will see only your final answer, not your \
 tool calls or what they returned. You can only read. Look as far as the task needs, then answer in one reply \

@@ -29,9 +29,10 @@ def agent(install, project, endpoint, *argv, key=KEY, stdin=None, timeout=60):
                           capture_output=True, text=True, timeout=timeout)
 
 
-def agent_here(home, project, endpoint, *argv, key=KEY, stdin=None):
+def agent_here(home, project, endpoint, *argv, key=KEY, stdin=None, extra_env=None):
     """agent(), with main() run in this process (in_process.py): for what is the loop's, not the process's."""
     env = {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "fake-model"} | ({"OPENAI_API_KEY": key} if key else {})
+    env |= extra_env or {}
     return run_agent(home, project, list(argv), env, stdin)
 
 
@@ -116,7 +117,15 @@ def test_task_from_stdin_and_writes_refused_without_a_terminal(agent_home, proje
 def test_step_limit_exits_1(agent_home, project):
     with FakeEndpoint(["tool: list_files()", 'tool: read_file({"path": "greet.py"})']) as endpoint:
         done = agent_here(agent_home, project, endpoint, "-p", "loop", "--max-steps", "2")
-    assert done.returncode == 1 and "Stopped after 2 model call(s)" in done.stderr and done.stdout == ""
+    assert done.returncode == 1 and "Stopped after 2 model call(s) (--max-steps 2)" in done.stderr and done.stdout == ""
+
+
+def test_a_step_limit_from_the_environment_is_named_as_it_was_set(agent_home, project):
+    with FakeEndpoint(["tool: list_files()", 'tool: read_file({"path": "greet.py"})']) as endpoint:
+        done = agent_here(agent_home, project, endpoint, "-p", "loop", extra_env={"PLAINAGENT_MAX_STEPS": "2"})
+    assert done.returncode == 1 and "--max-steps 2" not in done.stderr
+    assert "Stopped after 2 model call(s) (PLAINAGENT_MAX_STEPS=2, in the environment) without a final answer. Say " \
+           "how to go on, or raise PLAINAGENT_MAX_STEPS (or give --max-steps)." in done.stderr
 
 
 def test_local_server_without_a_key_sends_no_authorization(agent_home, project):

@@ -269,6 +269,11 @@ def test_a_refused_command_tells_the_model_why_and_who_may_allow_it(tmp_path):
     assert refusal_note(tree.boundary, f"touch: cannot touch '{tree.workspace}/ro/x': Permission denied") is None
     assert refusal_note(tree.boundary, "rm: cannot remove 'ro/x': Permission denied") is None
     assert "kernel sandbox" not in tree.run("echo fine")
+    # A command killed at its timeout: the network is named only where the command is one that reaches it.
+    killed = "killed after 60 s (timeout); the output so far"
+    assert refusal_note(tree.boundary, "", killed, "sleep 100") is None
+    assert "refused the network, if that is what it waited for" in refusal_note(tree.boundary, "", killed,
+                                                                                "pip install requests")
 
 
 @pytest.mark.parametrize("abi", range(1, ABI + 1))

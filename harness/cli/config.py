@@ -181,6 +181,8 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
             setattr(config, name, getattr(args, name))
     if args.base_url is not None:
         config.sources["OPENAI_BASE_URL"] = "--base-url"
+    if args.max_steps is not None:
+        config.sources["PLAINAGENT_MAX_STEPS"] = "--max-steps"
     if args.model is not None:
         config.sources["OPENAI_MODEL"] = "-m"
     if args.yes and args.mode not in (None, "yes"):

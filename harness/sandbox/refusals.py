@@ -32,18 +32,27 @@ REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPER
 PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
 
 
-def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1") -> str | None:
+# Programs that reach the network on their own, and what a program's output says when it tried: a command
+# killed at its timeout is blamed on the network only then (a `sleep 100` with a 60 s timeout is not).
+NETWORK_PROGRAMS = re.compile(r"\b(?:pip3?|uv|poetry|pipx|conda|npm|npx|yarn|pnpm|bun|cargo|go|gem|bundle|curl|wget|"
+                              r"apt(?:-get)?|brew|docker|podman|ssh|scp|rsync|mvn|gradle|composer|"
+                              r"git\s+(?:fetch|pull|clone|push|submodule|ls-remote))\b")
+NETWORK_WORDS = re.compile(r"(?i)https?://|download|connect|resolv|fetching|collecting")
+
+
+def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1", command: str = "") -> str | None:
     """A sentence for the model after a command met the boundary, so that it does not try the same thing in
     ten other shapes, and asks the user instead: what was refused, by which wall, and the one setting that
     would open it. None when nothing in the output shows the boundary's hand. `status` is how the command
-    ended ("exit code 0", "killed after 60 s ...")."""
+    ended ("exit code 0", "killed after 60 s ..."); `command`, what it was (a timeout of `pip` may be the network's)."""
     reasons = [refusal_in(boundary, line, refused, output) for line in output.splitlines()
                if (refused := REFUSED.search(line))]
     reasons = [reason for reason in reasons if reason]
     if not reasons and not boundary.network and status != "exit code 0":  # no socket: programs say it their way
         if NETWORK_FAILED.search(output):
             reasons = [("network", "the network")]
-        elif status.startswith("killed after"):  # npm and pip retry for minutes before they give up
+        elif status.startswith("killed after") and (NETWORK_PROGRAMS.search(command) or NETWORK_WORDS.search(output)):
+            # npm and pip retry for minutes before they give up
             reasons = [("network", "the network, if that is what it waited for")]
     if not reasons:
         return None

@@ -85,7 +85,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact, OUTPUT_MAX_BYTES).removesuffix("\n")
-    note = refusal_note(boundary, text, status) if confine else None  # a wall, not a glitch to try again
+    note = refusal_note(boundary, text, status, command) if confine else None  # a wall, not a glitch to try again
     if n_ended := ended_with(report):
         ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
                 "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
