@@ -225,3 +225,14 @@ def test_sandbox_lists_what_commands_are_not_given_and_only_the_users_own_env_pa
         done = agent_here(agent_home, project, endpoint, "-p", "show me", "--yes", extra_env={**extra, **environ})
     assert done.returncode == 0, done.stderr
     assert results_sent(endpoint, 1)[0]["output"] == "token=ghp-e2e secret=none"
+
+
+@kernel
+def test_a_folder_to_write_in_that_does_not_exist_is_said_once_and_not_listed(agent_home, project, tmp_path):
+    missing = tmp_path / "nonexistent"
+    with FakeEndpoint([]) as endpoint:
+        extra = own_settings(agent_home, endpoint, f"PLAINAGENT_SANDBOX_WRITE={missing}\n")
+        done = agent_here(agent_home, project, endpoint, stdin="/sandbox\n", extra_env=extra)
+    assert done.returncode == 0, done.stderr
+    assert f"PLAINAGENT_SANDBOX_WRITE names {missing}, which is not a folder" in done.stderr
+    assert f"  may write in: {project}, TMPDIR" in done.stderr and str(missing) not in done.stderr.split("may write in")[1]

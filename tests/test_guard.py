@@ -359,3 +359,14 @@ def test_a_long_word_does_not_hold_the_question_back(command):
     started = time.process_time()
     assert denied_by(command, DEFAULT_RULES, "/tmp") is None
     assert time.process_time() - started < 2
+
+
+@pytest.mark.parametrize("line", [
+    "ls -la /dev/shm", "df -h /dev/shm", "ls /dev/pts", "ls /dev/", "chmod 700 /dev/shm/mine",
+    "python3 -c 'import multiprocessing as m\nfor x in (\"fork\", \"forkserver\"):\n  m.get_context(x).Pool(2).map(abs, [1])'",
+    "for f in *.py; do git log --follow $f; done",
+])
+def test_ordinary_lines_near_a_rule_are_not_refused(line):
+    """From issue 34 and an attack's notes: /dev/shm and /dev/pts are no disks; a start method named "fork" is no
+    fork bomb."""
+    assert denied_by(line, DEFAULT_RULES, cwd="/work/project") is None, line

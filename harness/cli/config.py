@@ -369,7 +369,8 @@ def command_boundary(config: Config) -> Boundary | None:
             config.notes.append(f"plainagent: PLAINAGENT_SANDBOX_WRITE names {folder}, which is not a folder: commands "
                                 "cannot write there (make it, then start plainagent again).")
     hidden, searched = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
-    boundary = Boundary(config.workspace, hidden, config.sandbox_write, config.sandbox_network, searched=searched)
+    folders = [folder for folder in config.sandbox_write if folder.is_dir()]  # the rest is said above, not listed
+    boundary = Boundary(config.workspace, hidden, folders, config.sandbox_network, searched=searched)
     boundary.own_code = own_code(boundary.writable())  # plainagent's checkout or Python where commands write: kept
     return boundary
 

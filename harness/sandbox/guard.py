@@ -69,7 +69,7 @@ def writes_a_disk(command: Command) -> bool:
     """A program that formats or partitions disks, or a disk device named anywhere in the command (`dd
     of=/dev/sda`, `> /dev/sda`, `cp x.img /dev/sdb`), `..` and a link followed: /dev/null and such are fine."""
     formats = r"mkfs.*|mk\w*fs|newfs\w*|mke2fs|mkswap|mformat|wipefs|\w*fdisk|parted|sgdisk|blkdiscard"
-    harmless = r"/dev/(null|zero|full|u?random|std(in|out|err)|tty|ptmx|(fd|pts|shm|tcp|udp)/.*)"  # bash's /dev/tcp
+    harmless = r"/dev/(null|zero|full|u?random|std(in|out|err)|tty|ptmx|(fd|pts|shm|tcp|udp)(/.*)?)?"  # /dev/tcp
     paths = {os.path.realpath(path) if os.path.islink(path) else path for word in set(command.words)
              if (path := path_of(re.sub(r"^-*[\w-]+=", "", word), command))}  # of=/dev/sda, --device=/dev/sda
     return bool(command.runs(formats)) or any(
@@ -79,7 +79,11 @@ def writes_a_disk(command: Command) -> bool:
 @functools.lru_cache(maxsize=64)  # one answer for a line, not one for each of its commands
 def fork_bomb(text: str) -> bool:
     """A shell function that runs itself, or fork in a loop (`perl -e "fork while 1"`, `while True: os.fork()`)."""
-    return bool(RECURSIVE_FUNCTION.search(text) or "fork" in text and re.search(r"\b(while|until|for|loop)\b", text))
+    # fork as a call or a statement (`os.fork()`, `fork while 1`, `{ fork }`), not a word in a name or a string
+    # ("forkserver", set_start_method("fork")), in a loop
+    forks = re.search(r"\bfork\b(?!['\"])\s*(\(|while|until|if|;|}|$)", text, re.M)
+    return bool(RECURSIVE_FUNCTION.search(text) or "fork" in text and forks and re.search(
+        r"\b(while|until|for|loop)\b", text))
 
 
 def runs_a_download(command: Command) -> bool:
