@@ -24,6 +24,11 @@ import sys
 if __name__ == "__main__" and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(
         os.path.realpath(__file__)):
     sys.path.append(sys.path.pop(0))
+    # And the compiled modules: a .pyc a command forged in __pycache__ would run in the next session. They are
+    # kept in plainagent's state folder instead (directories.state_dir's, which commands cannot read or write).
+    state = os.environ.get("XDG_STATE_HOME", "")
+    sys.pycache_prefix = os.path.join(state if os.path.isabs(state) else os.path.expanduser("~/.local/state"),
+                                      "plainagent", "pycache")
 
 import json  # noqa: E402
 import signal  # noqa: E402

@@ -206,3 +206,30 @@ def test_instruction_files_other_agents_read_are_watched_in_any_folder(tmp_path)
     result = run_shell(ws, "echo x > AGENTS.override.md && echo y > CLAUDE.local.md && echo z > pkg/AGENTS.md", 20)
     assert "AGENTS.override.md" in result and "CLAUDE.local.md" in result and "pkg/AGENTS.md" in result
     assert sorted(path.name for path in project.rglob("*.md")) == []
+
+
+# Found by a second attack: git's own reading of a config, folders a walk skipped by name, a bare repository.
+@pytest.mark.parametrize("shape", ["carriage return", "form feed", "continuation", "pruned name", "bare"])
+def test_what_git_reads_as_it_reads_it_and_wherever_it_is(tmp_path, shape):
+    project, marker = tmp_path / "project", tmp_path / "marker"
+    repository(project)
+    run = f"touch {marker}; false"
+    script = {
+        "carriage return": f"git init -q r && printf '[core]\\n# x\\r[user]\\n\\tfsmonitor = {run}\\n' >> r/.git/config",
+        "form feed": f"git init -q r && printf '[core]\\n# x\\f[user]\\n\\tfsmonitor = {run}\\n' >> r/.git/config",
+        "continuation": f"git init -q r && printf '[remote \"origin\"]\\n\\turl = /x\\\\\\n[user]\\n\\tuploadpack = {run}\\n'"
+                        " >> r/.git/config",
+        "pruned name": f"git init -q node_modules/x/r && git -C node_modules/x/r config core.fsmonitor '{run}' && "
+                       "mkdir -p build && echo planted > build/AGENTS.md",
+        "bare": "mkdir -p r/objects r/refs/heads && echo 'ref: refs/heads/main' > r/HEAD && "
+                f"printf '[core]\\n\\tbare = true\\n[alias]\\n\\tst = !touch {marker}\\n' > r/config",
+    }[shape]
+    (tmp_path / "script.sh").write_text(script + "\n")
+    ws = workspace(project, Asked("no"))
+    result = run_shell(ws, f"sh {tmp_path / 'script.sh'}", 20)
+    assert "which act later outside the walls; they were put back as they were" in result, result
+    for folder in (project / "r", project / "node_modules/x/r"):
+        if folder.is_dir():
+            for argv in (["status"], ["st"], ["fetch", "-q", "origin"]):
+                user_git(folder, *argv)
+    assert not marker.exists() and not (project / "build/AGENTS.md").exists()

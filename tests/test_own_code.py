@@ -4,6 +4,7 @@ The rewritten files are made here, in Python; the command only copies them over.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,18 @@ def test_a_module_planted_beside_agent_py_is_not_imported_before_the_standard_li
                           cwd=tmp_path, timeout=30)
     assert done.returncode == 0 and "usage: agent.py" in done.stdout, done.stderr
     assert not marker.exists()
+
+
+def test_compiled_modules_are_kept_in_the_state_folder_not_beside_the_code(tmp_path):
+    """A .pyc a command forged in the checkout's __pycache__ would run in the next session: with
+    sys.pycache_prefix in plainagent's state folder, Python neither reads nor writes one beside the code."""
+    install = install_program(tmp_path / "plainagent")
+    for cache in install.rglob("__pycache__"):
+        shutil.rmtree(cache)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    done = subprocess.run([sys.executable, str(install / "agent.py"), "-p", "hi", "-m", "m", "--base-url",
+                           "http://127.0.0.2:9/v1"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode in (1, 2), done.stderr
+    assert list(install.rglob("__pycache__")) == []
+    assert list((tmp_path / "state/plainagent/pycache").rglob("tools*.pyc"))

@@ -18,19 +18,22 @@ Measured in bench/look.py.
 
 from __future__ import annotations
 
+import collections
 import difflib
+import functools
 import os
 import shutil
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
 from harness.common.directories import state_dir
+from harness.common.programs import find_program
 from harness.sandbox.landlock import repository_outside
 from harness.sandbox.namespaces import INSTRUCTION_FILES
 
 MAX_FOLDERS = 20_000  # folders walked for new repositories at most: a bigger workspace is looked at that far
-PRUNED = {"node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", "site-packages", ".mypy_cache",
-          ".pytest_cache", ".cache", "target", "dist", "build"}  # big, made by tools; no repository is in them
 AGENT_FILES = {"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"}  # in any folder
 MAX_KEPT = 1 << 20  # bytes of a watched file kept to put back; a bigger one is moved aside whole instead
 WHY = ("outside the walls: git runs what its config and hooks name at your next git command there, and instruction "
@@ -93,17 +96,26 @@ class Look:
         return found
 
     def walk(self) -> tuple[list[Path], list[Path]]:
-        """The .git folders (or files) in the workspace, and the instruction files some agent reads in any folder
-        (AGENT_FILES): a walk, MAX_FOLDERS at most, not into a .git."""
+        """The repositories in the workspace (a .git folder or file; a folder that is a bare one: HEAD, objects/,
+        refs/) and the instruction files some agent reads in any folder (AGENT_FILES): breadth first, the shallow
+        folders before the deep ones, MAX_FOLDERS at most, every folder but a .git's insides."""
         repositories, instructions, n_folders = [], [], 0
-        for folder, names, files in os.walk(self.root):
+        folders = collections.deque([self.root])
+        while folders and n_folders < MAX_FOLDERS:
+            folder = folders.popleft()
             n_folders += 1
-            if ".git" in names or ".git" in files:
-                repositories.append(Path(folder) / ".git")
-            instructions += [Path(folder) / name for name in AGENT_FILES.intersection(files)]
-            names[:] = [name for name in names if name not in PRUNED and name != ".git"]
-            if n_folders >= MAX_FOLDERS:
-                break
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            names = {entry.name for entry in entries}
+            if {"HEAD", "objects", "refs"} <= names and folder != self.root:  # a bare repository: git works in it
+                repositories.append(folder)
+                continue
+            repositories += [folder / ".git"] if ".git" in names else []
+            instructions += [folder / name for name in AGENT_FILES & names]
+            folders.extend(Path(entry.path) for entry in entries if entry.name != ".git"
+                           and entry.is_dir(follow_symlinks=False))
         return repositories, instructions
 
     # --- putting back ---
@@ -158,27 +170,39 @@ HARMLESS_SUBSECTIONS = {"remote": {"url", "fetch", "pushurl", "tagopt", "prune",
 
 
 def significant(path: Path, kept: tuple | None):
-    """What of a watched path counts: a git config's lines that are not HARMLESS (a remote or a user name added is
-    ordinary work), a repository's presence not at all (its files count), else all it holds."""
+    """What of a watched path counts: a git config's settings that are not HARMLESS (a remote or a user name added
+    is ordinary work), a repository's presence not at all (its files count), else all it holds."""
     if kept == ("repository",):
         return None
     if path.name in ("config", "config.worktree") and (kept is None or kept[0] == "file"):
-        section, subsection, acting = "", False, []
-        for line in (kept[1].decode("utf-8", "replace") if kept else "").splitlines():
-            line = line.strip().lstrip("\ufeff")
-            if line.startswith("[") and "]" in line:  # a section, and what may follow it on its line
-                header, line = line[1:].split("]", 1)
-                name = (header.split() or [""])[0]
-                section, subsection = name.split(".")[0].lower(), " " in header.strip() or "." in name
-                line = line.strip()
-            if not line or line.startswith(("#", ";")):
-                continue
-            key = line.split("=")[0].strip().lower()
-            allowed = HARMLESS_SUBSECTIONS.get(section, set()) if subsection else HARMLESS.get(section, set())
-            if allowed is not None and key not in allowed:
-                acting.append(f"{section}: {line}")
-        return tuple(acting)
+        return acting_settings(kept[1]) if kept else ()
     return kept
+
+
+@functools.lru_cache(maxsize=256)  # one parse for each text: the same config is looked at before and after
+def acting_settings(text: bytes) -> tuple[str, ...]:
+    """The settings of a git config file that are not HARMLESS, as git itself reads them (`git config --file
+    --list`: its comments, quotes, line continuations and carriage returns are git's to know); the whole text
+    when git cannot say (no git outside the walls, or not a config git reads)."""
+    git = find_program("git")
+    if git is None:
+        return (text.decode("utf-8", "replace"),)
+    with tempfile.NamedTemporaryFile(prefix="plainagent-config-") as file:
+        file.write(text)
+        file.flush()
+        done = subprocess.run([git, "config", "--file", file.name, "--no-includes", "--list", "--null"],
+                              capture_output=True, env={"PATH": os.defpath, "GIT_CONFIG_NOSYSTEM": "1",
+                                                        "HOME": os.devnull}, timeout=10)
+    if done.returncode != 0:
+        return (text.decode("utf-8", "replace"),)
+    acting = []
+    for entry in filter(None, done.stdout.split(b"\0")):
+        name = entry.split(b"\n", 1)[0].decode("utf-8", "replace").lower()
+        section, *middle, key = name.split(".")
+        allowed = HARMLESS_SUBSECTIONS.get(section, set()) if middle else HARMLESS.get(section, set())
+        if allowed is not None and key not in allowed:
+            acting.append(entry.decode("utf-8", "replace"))
+    return tuple(acting)
 
 
 def git_parts(git: Path) -> list[Path]:
