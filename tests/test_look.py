@@ -81,12 +81,13 @@ def test_a_new_repository_with_an_fsmonitor_goes_aside_whole_and_the_user_is_ask
     asked = Asked("no")
     ws = workspace(project, asked)
     result = run_shell(ws, f"git init -q sub && git -C sub config core.fsmonitor 'echo ran > {marker}; false'", 20)
-    assert "the command changed sub/.git, which act later" in result and "(no)" in result
+    assert "the command changed sub/.git (a new repository, whole), which act later" in result and "(no)" in result
     assert not (project / "sub/.git").exists() and (project / "sub").is_dir()
     user_git(project / "sub", "status")
     assert not marker.exists()
     kind, title, preview, why = asked.questions[0]
-    assert kind == "edit" and title == "keeping what the command wrote: sub/.git" and "a new git repository" in preview
+    assert kind == "edit" and title == "keeping what the command wrote: sub/.git (a new repository, whole)"
+    assert "a new git repository" in preview
     assert "outside the walls" in why
 
 
@@ -165,7 +166,7 @@ def test_inside_the_walls_what_cannot_be_bound_is_put_back_too(tmp_path):
     result = tree.run("echo planted > AGENTS.md; git init -q sub && git -C sub config core.fsmonitor true; "
                       "echo x >> .git/config")
     assert "Read-only file system" in result  # the existing config: bound read-only
-    assert "the command changed AGENTS.md, sub/.git, which act later" in result
+    assert "the command changed AGENTS.md, sub/.git (a new repository, whole), which act later" in result
     assert not (tree.workspace / "AGENTS.md").exists() and not (tree.workspace / "sub/.git").exists()
 
 

@@ -69,7 +69,8 @@ class Look:
             return None
         folder = self.put_aside_folder()
         preview = "\n".join(self.put_back(path, now.get(path), folder) for path in changed)
-        names = ", ".join(self.shown(path) for path in changed)
+        names = ", ".join(self.shown(path) + (" (a new repository, whole)" if now.get(path) == ("repository",) else "")
+                          for path in changed)
         answer = self.ask("edit", f"keeping what the command wrote: {names}", preview, WHY) if ask and self.ask else \
             "nobody was asked"
         if answer is None:  # kept: each back where the command put it
@@ -100,22 +101,23 @@ class Look:
         refs/) and the instruction files some agent reads in any folder (AGENT_FILES): breadth first, the shallow
         folders before the deep ones, MAX_FOLDERS at most, every folder but a .git's insides."""
         repositories, instructions, n_folders = [], [], 0
-        folders = collections.deque([self.root])
-        while folders and n_folders < MAX_FOLDERS:
+        folders, root = collections.deque([str(self.root)]), str(self.root)
+        while folders and n_folders < MAX_FOLDERS:  # names as strings, and no stat: the listing says what is a folder
             folder = folders.popleft()
             n_folders += 1
             try:
-                entries = list(os.scandir(folder))
+                with os.scandir(folder) as listing:
+                    entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing]
             except OSError:
                 continue
-            names = {entry.name for entry in entries}
-            if {"HEAD", "objects", "refs"} <= names and folder != self.root:  # a bare repository: git works in it
-                repositories.append(folder)
+            names = {name for name, _ in entries}
+            if "HEAD" in names and "objects" in names and "refs" in names and folder != root:  # a bare repository
+                repositories.append(Path(folder))
                 continue
-            repositories += [folder / ".git"] if ".git" in names else []
-            instructions += [folder / name for name in AGENT_FILES & names]
-            folders.extend(Path(entry.path) for entry in entries if entry.name != ".git"
-                           and entry.is_dir(follow_symlinks=False))
+            if ".git" in names:
+                repositories.append(Path(folder, ".git"))
+            instructions += [Path(folder, name) for name in AGENT_FILES & names]
+            folders.extend(f"{folder}{os.sep}{name}" for name, is_dir in entries if is_dir and name != ".git")
         return repositories, instructions
 
     # --- putting back ---
