@@ -590,3 +590,12 @@ def test_a_command_whose_boundary_cannot_be_entered_does_not_run(tmp_path):
         os.close(not_a_ruleset)
     assert process.returncode == 126 and not (tmp_path / "ran").exists()
     assert output.startswith("plainagent: the command was not run: the kernel sandbox could not be entered (Landlock: ")
+
+
+def test_connecting_to_a_socket_file_by_path_is_handled_from_abi_9_without_the_network():
+    """Linux 7.1's LANDLOCK_ACCESS_FS_RESOLVE_UNIX (1 << 16): granted where commands write only, so a socket
+    outside is the kernel's to refuse; not handled with the network on (sockets come back), nor before ABI 9."""
+    assert landlock.handled_fs(9, unix=True) & landlock.RESOLVE_UNIX == 1 << 16
+    assert landlock.handled_fs(9, unix=False) & landlock.RESOLVE_UNIX == 0
+    assert landlock.handled_fs(8, unix=True) == landlock.handled_fs(7) == (1 << 16) - 1
+    assert landlock.RESOLVE_UNIX & landlock.FILE_RIGHTS and not landlock.RESOLVE_UNIX & landlock.READ

@@ -52,9 +52,9 @@ RULE_PATH_BENEATH = 1
 
 # Rights on files and folders, in the order the ABIs added them (linux/landlock.h).
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR, REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, \
-    MAKE_FIFO, MAKE_BLOCK, MAKE_SYM, REFER, TRUNCATE, IOCTL_DEV = (1 << bit for bit in range(16))
+    MAKE_FIFO, MAKE_BLOCK, MAKE_SYM, REFER, TRUNCATE, IOCTL_DEV, RESOLVE_UNIX = (1 << bit for bit in range(17))
 READ = EXECUTE | READ_FILE | READ_DIR
-FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may hold
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV | RESOLVE_UNIX  # all a rule on a file may hold
 DEVICE_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 BIND_TCP, CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
@@ -221,7 +221,7 @@ class Boundary:
     def build(self) -> int:
         fd = create_ruleset(self.abi, self.network)
         try:
-            rights = handled_fs(self.abi)
+            rights = handled_fs(self.abi, unix=not self.network)
             grants, hidden = Grants(fd, rights), self.present()
             grants.grant(Path("/"), READ, [*hidden, Path("/dev")])  # reading: all but what is hidden
             for folder in self.writable():
@@ -262,16 +262,19 @@ def repository_outside(workspace: Path, writable: list[Path] = ()) -> list[Path]
     return []
 
 
-def handled_fs(abi: int) -> int:
-    """The file rights this ABI knows: all of them are handled, so what no rule grants is refused."""
+def handled_fs(abi: int, unix: bool = False) -> int:
+    """The file rights this ABI knows: all of them are handled, so what no rule grants is refused. `unix`: also
+    connecting to a Unix socket file by its path (ABI 9, Linux 7.1), granted only where commands write: without
+    the network, the kernel itself refuses a socket outside, found by namespaces.unix_sockets or not."""
     rights = MAKE_SYM * 2 - 1  # ABI 1: EXECUTE to MAKE_SYM
-    return rights | (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)
+    rights |= (REFER if abi >= 2 else 0) | (TRUNCATE if abi >= 3 else 0) | (IOCTL_DEV if abi >= 5 else 0)
+    return rights | (RESOLVE_UNIX if abi >= 9 and unix else 0)
 
 
 def create_ruleset(abi: int, network: bool) -> int:
     net = BIND_TCP | CONNECT_TCP if abi >= 4 and not network else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if abi >= 6 else 0
-    attr = struct.pack("QQQ", handled_fs(abi), net, scoped)  # landlock_ruleset_attr; zeros past what the ABI knows
+    attr = struct.pack("QQQ", handled_fs(abi, unix=not network), net, scoped)  # landlock_ruleset_attr; zeros past what the ABI knows
     size = 8 if abi < 4 else 16 if abi < 6 else 24
     return syscall(CREATE_RULESET, attr, size, 0)
 
