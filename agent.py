@@ -18,17 +18,19 @@ from __future__ import annotations
 import os  # both loaded before this file runs (site needs them): not found again on the path
 import sys
 
-# This file's folder is first on the import path: with the checkout inside the workspace, a command could put a
-# json.py there that the next session would import before the standard library's. It goes last: prompt, tools and
-# harness are found in it still, and nothing the standard library or site-packages holds.
+# This folder is first on the import path: a json.py a command put here (the checkout in the workspace) would be
+# imported before the standard library's. It goes last: prompt, tools and harness are still found in it.
 if __name__ == "__main__" and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(
         os.path.realpath(__file__)):
     sys.path.append(sys.path.pop(0))
-    # And the compiled modules: a .pyc a command forged in __pycache__ would run in the next session. They are
-    # kept in plainagent's state folder instead (directories.state_dir's, which commands cannot read or write).
-    state = os.environ.get("XDG_STATE_HOME", "")
-    sys.pycache_prefix = os.path.join(state if os.path.isabs(state) else os.path.expanduser("~/.local/state"),
-                                      "plainagent", "pycache")
+    # And a .pyc forged in a __pycache__ here: in a folder commands write in, bytecode goes to the state folder.
+    here, argv, state = os.path.dirname(os.path.realpath(__file__)), sys.argv[1:], os.environ.get("XDG_STATE_HOME", "")
+    given = [os.curdir, *(argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("-C", "--cwd")),
+             *(arg[6:] for arg in argv if arg.startswith("--cwd=")),
+             *os.environ.get("PLAINAGENT_SANDBOX_WRITE", "").replace(",", ":").split(":")]
+    if any(f"{here}/".startswith(os.path.realpath(os.path.expanduser(f)).rstrip("/") + "/") for f in given if f):
+        sys.pycache_prefix = os.path.join(state if os.path.isabs(state) else os.path.expanduser("~/.local/state"),
+                                          "plainagent", "pycache")
 
 import json  # noqa: E402
 import signal  # noqa: E402

@@ -125,8 +125,11 @@ def test_compiled_modules_are_kept_in_the_state_folder_not_beside_the_code(tmp_p
         shutil.rmtree(cache)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env["XDG_STATE_HOME"] = str(tmp_path / "state")
-    done = subprocess.run([sys.executable, str(install / "agent.py"), "-p", "hi", "-m", "m", "--base-url",
-                           "http://127.0.0.2:9/v1"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
-    assert done.returncode in (1, 2), done.stderr
+    argv = [sys.executable, str(install / "agent.py"), "-p", "hi", "-m", "m", "--base-url", "http://127.0.0.2:9/v1"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)  # the workspace
+    assert done.returncode in (1, 2), done.stderr  # holds the checkout: commands may write in it
     assert list(install.rglob("__pycache__")) == []
     assert list((tmp_path / "state/plainagent/pycache").rglob("tools*.pyc"))
+    (tmp_path / "elsewhere").mkdir()  # a checkout outside the workspace: Python's own caches, the quick start
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path / "elsewhere", env=env, timeout=60)
+    assert done.returncode in (1, 2) and list(install.glob("__pycache__/tools*.pyc")), done.stderr
