@@ -9,8 +9,8 @@ the tools (`Toolbox`) and the history (`History`). The task goes into the histor
 history; its reply goes in too, calls included, so it sees what it did; a reply without calls is the answer;
 otherwise the calls run in order (a failure becomes a result, never a crash, and stops the calls after it), the
 results go back as one message, and round again. With bare parts (harness/model/bare.py's one POST, a toolbox
-that asks nothing, `BareHistory` below) that is the whole agent. `build_session` wraps each seam in its
-armour from harness/. The model never touches the machine: it writes text, and this script decides what runs.
+that asks nothing, `BareHistory` below) that is the whole agent; `build_session` wraps each seam in its armour
+from harness/. The model never touches the machine: it writes text, and this script decides what runs.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from __future__ import annotations
 import os  # both loaded before this file runs (site needs them): not found again on the path
 import sys
 
-# This folder is first on the import path: a json.py a command put here (the checkout in the workspace) would be
-# imported before the standard library's. It goes last: prompt, tools and harness are still found in it.
-if __name__ == "__main__" and sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(
-        os.path.realpath(__file__)):
-    sys.path.append(sys.path.pop(0))
-    # And a .pyc forged in a __pycache__ here: in a folder commands write in, bytecode goes to the state folder.
-    here, argv, state = os.path.dirname(os.path.realpath(__file__)), sys.argv[1:], os.environ.get("XDG_STATE_HOME", "")
-    given = [os.curdir, *(argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("-C", "--cwd")),
-             *(arg[6:] for arg in argv if arg.startswith("--cwd=")),
-             *os.environ.get("PLAINAGENT_SANDBOX_WRITE", "").replace(",", ":").split(":")]
-    if any(f"{here}/".startswith(os.path.realpath(os.path.expanduser(f)).rstrip("/") + "/") for f in given if f):
-        sys.pycache_prefix = os.path.join(state if os.path.isabs(state) else os.path.expanduser("~/.local/state"),
-                                          "plainagent", "pycache")
+# This folder is first on the import path: a json.py or brotli.py a command put here (the checkout in the workspace)
+# would be imported before, or instead of, the real one. Only prompt, tools and harness are taken from it.
+if __name__ == "__main__" and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(os.path.realpath(__file__)):
+    here = sys.path.pop(0)
+    from importlib.machinery import PathFinder  # noqa: E402  (the standard library's: this folder is off the path)
+
+    class OwnModules:  # a finder, last on sys.meta_path: prompt, tools and harness from this folder
+        def find_spec(name, path=None, target=None):
+            return PathFinder.find_spec(name, [here]) if name in ("prompt", "tools", "harness") else None
+    sys.meta_path.append(OwnModules)
+    from harness.common.own_code import keep_bytecode_apart  # noqa: E402  (and their bytecode, where commands write)
+
+    keep_bytecode_apart(sys.argv[1:], os.environ)
 
 import json  # noqa: E402
 import signal  # noqa: E402

@@ -41,3 +41,17 @@ def load_everything() -> list[str]:
     for name in names:
         importlib.import_module(name)
     return names
+
+
+def keep_bytecode_apart(argv: list[str], environ: dict) -> None:
+    """Where this checkout lies in a folder commands may write in (the current folder, a -C DIR, a
+    PLAINAGENT_SANDBOX_WRITE folder: judged from the arguments before they are parsed, and one folder too many
+    costs only a first compile), compiled modules go to the state folder (sys.pycache_prefix), which commands
+    cannot read or write: a .pyc a command forged in __pycache__ beside tools.py would run in the next session.
+    Called by agent.py before it imports tools and prompt."""
+    state = environ.get("XDG_STATE_HOME", "")  # directories.state_dir's rule, without importing more
+    given = [os.curdir, *(arg.split("=")[-1] for arg in argv),
+             *environ.get("PLAINAGENT_SANDBOX_WRITE", "").replace(",", ":").split(":")]
+    if any(f"{CHECKOUT}/".startswith(os.path.realpath(os.path.expanduser(f)).rstrip("/") + "/") for f in given if f):
+        sys.pycache_prefix = os.path.join(state if os.path.isabs(state) else os.path.expanduser("~/.local/state"),
+                                          "plainagent", "pycache")
