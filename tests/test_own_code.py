@@ -21,7 +21,9 @@ from harness.sandbox.namespaces import namespaces_work
 def test_own_code_lists_what_lies_in_a_writable_folder():
     """The checkout above it: agent.py, tools.py, prompt.py and harness/; the interpreter only where it lies."""
     files = [CHECKOUT / name for name in ("agent.py", "tools.py", "prompt.py", "harness")]
-    assert own_code([CHECKOUT.parent]) == files
+    python = {Path(os.path.realpath(path)) for path in [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable)]}
+    found = own_code([CHECKOUT.parent])  # and the Python, where it lies beside the checkout (a venv in the same folder)
+    assert found[:4] == files and all(path in python or path.parent in python for path in found[4:])
     python = os.path.realpath(sys.prefix)
     assert own_code([Path(python)]) == list(dict.fromkeys(
         Path(os.path.realpath(path)) for path in [sys.prefix, sys.base_prefix, os.path.dirname(

@@ -7,8 +7,9 @@ status` there), a `.git/hooks/pre-commit`, an AGENTS.md the next session obeyed.
 namespaces, what exists of these is bound read-only to commands (namespaces.py); what does not exist yet (a new
 repository, a new AGENTS.md) cannot be bound, and without namespaces nothing is. So around each command:
   - before: the watched files' bytes, modes and links: the instruction files at the workspace's root
-    (INSTRUCTION_FILES: AGENTS.md, .husky/, ...), and in every git folder in the workspace or around it, its
-    config and its hooks; and which `.git` folders there are (a walk of at most MAX_FOLDERS folders);
+    (INSTRUCTION_FILES: .husky/, .cursorrules, ...) and an agent's anywhere (AGENT_FILES), and in every repository
+    in the workspace or around it (a .git folder or file, a bare one) its config, commondir and hooks; found by
+    a walk of at most MAX_FOLDERS folders, breadth first;
   - after: each difference is put back as it was (the new version moved aside to the state folder's put-aside/,
     a new repository's `.git` whole) and the user asked, once for the command, whether to keep what it wrote.
     Yes puts it back in place; no, or nobody to ask (-p without a terminal), leaves it aside, and the model is
@@ -49,14 +50,13 @@ class Look:
         self.ask = ask
         self.outside = repository_outside(self.root) if outside is None else outside  # a monorepo's .git
         self.seen: dict[Path, tuple | None] = {}
-        self.aside: Path | None = None
 
     def before(self) -> None:
         self.seen = self.watched()
 
     def after(self, ask: bool = True) -> str | None:
         """The note for the command's result when it changed what acts later; None when it did not. `ask`: False
-        after Ctrl-C or a timeout (put back, nobody asked)."""
+        after Ctrl-C (put back, nobody asked)."""
         now = self.watched()
         changed = [path for path in dict.fromkeys([*self.seen, *now])
                    if significant(path, self.seen.get(path)) != significant(path, now.get(path))]
