@@ -86,6 +86,23 @@ def test_resume_after_a_clean_exit_carries_the_history_with_one_system_prompt(ag
     assert len(transcripts(tmp_path)) == 1  # the session went on in its own file
 
 
+def test_an_undo_just_before_exit_is_told_to_the_model_after_a_resume(agent_home, project, tmp_path):
+    """From issue 34: /undo then /exit, and the resumed model believed its change was still there."""
+    edit = 'tool: edit_file({"path": "greet.py", "old_str": "Helo", "new_str": "Hello"})'
+    with FakeEndpoint([edit, "Fixed."]) as endpoint:
+        first = agent_here(agent_home, project, endpoint, "--yes", stdin="fix the typo\n/undo\n/exit\n")
+    assert first.returncode == 0, first.stderr
+    assert project.joinpath("greet.py").read_bytes() == b'def greet(name):\r\n    return "Helo, " + name\r\n'
+    with FakeEndpoint(["It has a typo."]) as endpoint:
+        again = agent_here(agent_home, project, endpoint, "--resume", "-p", "is it fixed?", "--yes")
+    assert again.returncode == 0, again.stderr
+    last = endpoint.received[0].body["messages"][-1]["content"]
+    assert last.startswith("(The user ran /undo: ") and "greet.py" in last and last.endswith("is it fixed?")
+    with FakeEndpoint(["Still."]) as endpoint:  # said once: the task after it carried it
+        agent_here(agent_home, project, endpoint, "--resume", "-p", "and now?", "--yes")
+    assert "/undo" not in endpoint.received[0].body["messages"][-1]["content"]
+
+
 def start_agent(install, project, endpoint, *argv):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
     env.update({"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY})

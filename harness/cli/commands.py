@@ -144,6 +144,7 @@ def slash_undo(session, argument: str) -> str:
     undone = session.tools.workspace.undo()  # one line, for the user and the model alike
     if not undone.startswith("Nothing to undo"):
         session.notes.append(f"The user ran /undo: {undone}")
+        session.history.transcript.write("note", note=session.notes[-1])  # heard after a --resume too
     return undone + before_resume(session) if undone == "Nothing to undo." else undone
 
 

@@ -10,6 +10,7 @@ the API key). Then, in the order things happen:
     {"type": "compaction", ..., "messages": [...], "results": {...}}      the history after a compaction
     {"type": "budget", "tokens": 4096, "reason": ...}                     the context budget lowered
     {"type": "mode", "mode": "edits"}                                     the mode switched with /mode
+    {"type": "note", "note": "The user ran /undo: ..."}                   for the model, with the next task
     {"type": "resumed", ...}                                              a later run continuing the session
     {"type": "subagent", "event": "message", ...}                          a sub-agent's record (delegate)
 
@@ -319,6 +320,7 @@ def load(path: Path) -> Loaded:
                     model=header.get("model") if is_name(header.get("model")) else None)
     # The system prompt is the current one, whatever the file says; it keeps its place at 0 for the indices.
     messages, results = [{"role": "system", "content": ""}], {}
+    pending: list[str] = []  # notes no task has carried to the model yet: an /undo just before /exit
     for number, raw in enumerate(lines[1:], start=2):
         entry = parse_line(raw)
         if entry is None:
@@ -334,6 +336,7 @@ def load(path: Path) -> Loaded:
             loaded.warnings.append(f"{path}: line {number} holds a message that cannot be read back; skipped.")
         elif kind == "message" and entry["message"]["role"] != "system":  # the system prompt is this run's
             messages.append(sent_part(entry["message"]))
+            pending.clear() if entry["message"]["role"] == "user" else None  # the next task carried them
             if "results" in entry and entry["message"]["role"] != "user":  # results are what the user's side sends
                 loaded.warnings.append(f"{path}: line {number}: tool results on a {entry['message']['role']} "
                                        "message; kept as a message without them.")
@@ -355,11 +358,14 @@ def load(path: Path) -> Loaded:
                                        f"{json.dumps(tokens)[:40]}, which no model's window is; skipped.")
                 continue
             loaded.context_tokens = tokens
+        elif kind == "note" and isinstance(entry.get("note"), str) and is_path(entry["note"]):
+            pending.append(entry["note"])
         elif kind in ("resumed", "mode") and entry.get("mode") in MODES:  # a later run's mode, or a switch
             loaded.mode, loaded.switched = entry["mode"], kind == "mode"
         if kind in ("resumed", "model") and is_name(entry.get("model")):  # a later run's model, or a switch
             loaded.model, loaded.model_switched = entry["model"], kind == "model"
     loaded.messages, loaded.results = without_system(messages, results)
+    loaded.notes = pending
     return loaded
 
 
