@@ -81,7 +81,8 @@ def test_an_agents_md_rule_reaches_the_model_and_the_banner_names_the_file(agent
                            "work; follow them unless the user says otherwise.\n\nAlways use tabs for indentation.\n")
     assert done.returncode == 0 and repl.returncode == 0
     banner = repl.stderr.splitlines()
-    assert banner[0].endswith(", mode edits (applies edits without asking, asks before commands)")
+    assert banner[0].endswith(", mode edits (PLAINAGENT_MODE from the environment; applies edits without asking, asks "
+                              "before commands)")
     assert banner[1].startswith("commands: ")
     assert banner[2] == "Instructions from AGENTS.md"
     assert banner[3].startswith("Type a task") and "/help lists the commands" in banner[3]

@@ -219,7 +219,8 @@ def test_its_own_endpoint_key_and_model_go_together(install, project):
         "https://other.example/v1", PROJECT_KEY, "theirs", 100)
     assert describe_start(config).split("\n")[0] == (
         f"plainagent: theirs at https://other.example/v1 (from {project / '.env'}, which you allowed), "
-        f"workspace {project}, mode read-only (reads only, writes and runs nothing)")
+        f"workspace {project}, mode read-only (PLAINAGENT_MODE from {install / '.env'}; reads only, writes and runs "
+        "nothing)")  # where the mode came from: the user's own .env, not the project's
     assert load(install, project, model="mine").model == "mine"  # -m is yours
 
 
@@ -452,3 +453,14 @@ def test_the_answer_is_remembered_for_exactly_what_was_shown(install, project):
     assert len(asked.shown) == 2 and config.base_url == "https://other.example/v1"
     config = load(install, project, text.replace("npm publish", "npm  publish"), ask=nobody)  # changed: asked again
     assert len(nobody.shown) == 2 and config.base_url == "https://api.openai.com/v1"
+
+
+def test_a_mode_the_projects_env_gives_is_named_with_where_it_came_from(install, project):
+    """From issue 34: a project's .env set the mode and the banner did not say so."""
+    config = load(install, project, "PLAINAGENT_MODE=read-only\n")
+    assert config.mode == "read-only"
+    assert describe_start(config).split("\n")[0].endswith(
+        f"mode read-only (PLAINAGENT_MODE from {project / '.env'}, which you allowed; reads only, writes and runs "
+        "nothing)")
+    assert describe_start(load(install, project, yes=True)).split("\n")[0].endswith(
+        ", mode yes (asks nothing but edits that act later)")  # a flag is the user's own: nothing to add

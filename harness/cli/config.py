@@ -190,6 +190,8 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
     if args.mode is not None and args.mode not in MODES:
         raise ConfigError(f"--mode {args.mode}: not a mode; use one of: {', '.join(MODES)}.")
     config.mode = "yes" if args.yes else args.mode or config.mode
+    if args.yes or args.mode is not None:
+        config.sources["PLAINAGENT_MODE"] = "--yes" if args.yes else "--mode"
     if getattr(args, "no_stream", False):
         config.stream = False
     check_config(config)

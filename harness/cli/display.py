@@ -303,8 +303,11 @@ def describe_start(config, commands: str = "") -> str:
     # A line break in a name (a project's .env may give the model's) would start a forged line: quoted instead.
     model, workspace = (text if text.isprintable() else json.dumps(text) for text in (config.model,
                                                                                     str(config.workspace)))
+    # The mode too, when a setting gave it (a project's .env may have, once allowed): a flag is the user's own.
+    mode_from = config.sources.get("PLAINAGENT_MODE")
+    mode_from = f"PLAINAGENT_MODE from {mode_from}; " if mode_from and not mode_from.startswith("-") else ""
     return "\n".join([f"plainagent: {model} at {shown_url(config.base_url)} ({where}), workspace {workspace}, "
-                      f"mode {config.mode} ({describe_mode(config.mode)})", *([commands] if commands else []),
+                      f"mode {config.mode} ({mode_from}{describe_mode(config.mode)})", *([commands] if commands else []),
                       *config.notes])
 
 
