@@ -52,20 +52,19 @@ from harness.cli.config import Config, ConfigError, command_boundary, load_confi
 from harness.cli.display import LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user
+from harness.commands.guard import DEFAULT_RULES, parse_rules
+from harness.commands.history_keeper import HistoryKeeper, git_folder
+from harness.commands.look import Look
 from harness.common.own_code import CHECKOUT, load_everything
 from harness.common.programs import distrust, is_writable
-from harness.history.context import SessionHistory
+from harness.common.seam_types import BadCall, ChatError, Reply, ToolCall, ToolError
+from harness.files.workspace import Workspace
+from harness.history.session_history import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
-from harness.model.model import SessionModel
-from harness.model.replies import ChatError, Reply
-from harness.parser.toolcalls import BadCall, ToolCall, parse_reply
-from harness.sandbox import ToolError
-from harness.sandbox.guard import DEFAULT_RULES, parse_rules
-from harness.sandbox.history_keeper import HistoryKeeper, git_folder
-from harness.sandbox.look import Look
-from harness.sandbox.permissions import Permissions, describe_mode
-from harness.sandbox.workspace import Workspace
+from harness.model.session_model import SessionModel
+from harness.modes.permissions import Permissions, describe_mode
+from harness.parser.toolcalls import parse_reply
 from tools import TOOLS, CallResult, Toolbox
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
@@ -77,11 +76,11 @@ SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate cal
 # class, tools.py's Toolbox: `names` for the parser, `run(call) -> CallResult`) ---
 
 
-class Model(Protocol):  # harness/model/bare.py's BareModel (one POST); a session's harness/model/model.py SessionModel
+class Model(Protocol):  # harness/model/bare.py's BareModel (one POST); a session's harness/model/session_model.py SessionModel
     def chat(self, messages: list[dict]) -> Reply: ...
 
 
-class History(Protocol):  # BareHistory, below; a session's harness/history/context.py SessionHistory
+class History(Protocol):  # BareHistory, below; a session's harness/history/session_history.py SessionHistory
     messages: list[dict]  # what the model is sent: system prompt, then user and assistant turns
     def add(self, role: str, content: str) -> None: ...
     def add_results(self, results: list[CallResult], notes: list[str]) -> None: ...
@@ -128,7 +127,7 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watchdog: Watchdo
 
 class BareHistory:
     """The bare history: the conversation as the model is sent it, one list that is only appended to. (A
-    session's is harness/history/context.py's `SessionHistory`: the same, kept inside a token budget and recorded.)"""
+    session's is harness/history/session_history.py's `SessionHistory`: the same, kept inside a token budget and recorded.)"""
 
     def __init__(self, system_prompt: str):
         self.messages = [{"role": "system", "content": system_prompt}]
@@ -181,9 +180,9 @@ class AnswerIncomplete(TaskStopped):
 @dataclass
 class Session:
     config: Config
-    model: SessionModel  # harness/model/model.py: the client, its reply shown as it streams, its tokens counted
+    model: SessionModel  # harness/model/session_model.py: the client, its reply shown as it streams, its tokens counted
     tools: Toolbox  # tools.py: the tools the mode offers, run in the workspace
-    history: SessionHistory  # harness/history/context.py: the conversation, kept inside the budget and recorded
+    history: SessionHistory  # harness/history/session_history.py: the conversation, kept inside the budget and recorded
     instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
 

@@ -12,7 +12,7 @@ the tools trustworthy lives in harness/sandbox/ and is called from here: every p
 secrets), every write, command and fetch through `ws.approve` (permissions.py: the mode, and the question to
 the user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py),
 fetches the address check (fetch.py); every result has the API key redacted (redaction.py). Edits keep the
-file's bytes: line endings, BOM, final newline, permissions (documents.py, edits.py).
+file's bytes: line endings, BOM, final newline, permissions (text_files.py, edits.py).
 """
 
 from __future__ import annotations
@@ -26,15 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.cli.display import describe_args, outcome, summarize
-from harness.common.words import count
-from harness.parser.toolcalls import BadCall, ToolCall
-from harness.sandbox import ToolError
-from harness.sandbox.documents import EditRefused, is_text
-from harness.sandbox.edits import numbered
-from harness.sandbox.files import change_file, cut_lines, read_text
-from harness.sandbox.guard import denied_by, refusal
-from harness.sandbox.permissions import Permissions
-from harness.sandbox.search import (
+from harness.commands.guard import denied_by, refusal
+from harness.commands.shell import run_shell
+from harness.common.counting import count
+from harness.common.seam_types import BadCall, ToolCall, ToolError
+from harness.common.text_files import EditRefused, is_text
+from harness.files.edits import numbered
+from harness.files.read_and_edit import change_file, cut_lines, read_text
+from harness.files.search import (
     TimeLimitHit,
     capped,
     files_to_search,
@@ -46,8 +45,8 @@ from harness.sandbox.search import (
     suggest_paths,
     time_limit,
 )
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
+from harness.modes.permissions import Permissions
 from prompt import JSON_TYPES, UNKNOWN_TOOL, format_error
 
 # --- limits (each is a trade between what the model sees per call and what it costs in tokens) ---
@@ -177,7 +176,7 @@ def web_fetch(ws: Workspace, url: str, offset: int = 0) -> str:
     """Fetch the web page at url as text, from character offset."""
     # Nothing goes out before the user agreed (as the mode asks; PLAINAGENT_FETCH_ALLOW only makes a private host
     # reachable: fetch.py); "always" for a fetch means that host (terminal.py), as the title names it.
-    from harness.sandbox.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
+    from harness.web.fetch import fetch, render_page  # loaded at the first fetch: most sessions make none
 
     page = fetch(url, ws.fetch_allow, lambda host, shown: ws.approve("fetch", f"fetch from {host}", shown))
     return render_page(page, ws.redact(page.text), offset, FETCH_MAX_CHARS)  # redacted before it is cut

@@ -1,4 +1,4 @@
-"""Benchmark: what the kernel boundary (harness/sandbox/landlock.py) costs a session that runs commands.
+"""Benchmark: what the kernel boundary (harness/commands/landlock.py) costs a session that runs commands.
 
 One `python agent.py -p TASK --yes` run against the local fake endpoint, whose scripted model runs COMMANDS (ten
 ordinary commands: `true`, `ls`, `git status`, a Python start, a file written and read) and answers. Pair it, the

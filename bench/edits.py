@@ -1,4 +1,4 @@
-"""Benchmark: what asking whether an edit acts later (harness/sandbox/later.py) costs each edit_file.
+"""Benchmark: what asking whether an edit acts later (harness/files/acts_later.py) costs each edit_file.
 
 In a git repository with the file in a subfolder (the common case, and the dearest: git is asked from the file's
 folder and from the workspace's root, for the hooks folder and for the files it reads as configuration), EDITS
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sandbox import files  # noqa: E402
+from harness.files import read_and_edit  # noqa: E402
 from tools import Workspace, run_tool  # noqa: E402
 
 EDITS = 50
@@ -36,8 +36,8 @@ def one_run(rule_on: bool) -> float:
         for i in range(EDITS):
             (root / f"src/module_{i}.py").write_text(f"VALUE = {i}\n")
         ws = Workspace(root)
-        real = files.acts_later
-        files.acts_later = real if rule_on else (lambda *args, **kwargs: "")
+        real = read_and_edit.acts_later
+        read_and_edit.acts_later = real if rule_on else (lambda *args, **kwargs: "")
         try:
             start = time.perf_counter()
             for i in range(EDITS):
@@ -46,7 +46,7 @@ def one_run(rule_on: bool) -> float:
                 assert result.ok, result.output
             return (time.perf_counter() - start) * 1000 / EDITS
         finally:
-            files.acts_later = real
+            read_and_edit.acts_later = real
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Benchmark: what keeping the repository's history (harness/sandbox/history_keeper.py) costs.
+"""Benchmark: what keeping the repository's history (harness/commands/history_keeper.py) costs.
 
 A repository of N objects (100,000 by default) is made in a temp folder with `git fast-import` (N blobs and one
 commit naming them all), once packed (as a clone or a `git gc` leaves it) and once with every object loose
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sandbox.history_keeper import HistoryKeeper  # noqa: E402
+from harness.commands.history_keeper import HistoryKeeper  # noqa: E402
 
 
 def make_repository(folder: Path, n_objects: int, loose: bool) -> None:

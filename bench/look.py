@@ -1,4 +1,4 @@
-"""Benchmark: what the look around each command (harness/sandbox/look.py) costs.
+"""Benchmark: what the look around each command (harness/commands/look.py) costs.
 
 Times `Look.before()` + `Look.after()` (the watched files read twice, the workspace walked twice for `.git`
 folders) with nothing changed, the common case, on:
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sandbox.look import Look  # noqa: E402
+from harness.commands.look import Look  # noqa: E402
 
 
 def timed(workspace: Path, runs: int) -> float:

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.common.redaction import Secret  # noqa: E402
-from harness.sandbox.workspace import Workspace  # noqa: E402
+from harness.files.workspace import Workspace  # noqa: E402
 
 SIZE = 1_000_000
 KEY = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0" * 4

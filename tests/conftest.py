@@ -34,7 +34,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 def pytest_addoption(parser):
     parser.addoption("--race-tries", type=int, default=300, metavar="N",
-                     help="tries of each tool against a process swapping folders for links (tests/test_beneath.py)")
+                     help="tries of each tool against a process swapping folders for links (tests/test_open_beneath.py)")
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from harness.cli import commands
 from harness.cli.commands import run_slash_command
 from harness.cli.config import Config
 from harness.common.programs import distrust
-from harness.parser.toolcalls import ToolCall
-from harness.sandbox.workspace import Workspace
+from harness.common.seam_types import ToolCall
+from harness.files.workspace import Workspace
 
 
 @pytest.fixture

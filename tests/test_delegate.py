@@ -9,9 +9,9 @@ from test_agent import ScriptedModel
 
 from agent import SUBAGENT_MAX_STEPS, build_session
 from harness.cli.config import Config
+from harness.files.workspace import Workspace
 from harness.history.transcript import Transcript, load
-from harness.sandbox.permissions import SUBAGENT_READS
-from harness.sandbox.workspace import Workspace
+from harness.modes.permissions import SUBAGENT_READS
 from prompt import SUBAGENT_TASK
 from tools import SUBAGENT_ANSWER_MAX, run_tool
 

@@ -12,10 +12,10 @@ import pytest
 from harness.cli import display
 from harness.cli.display import LiveReply, Spinner, summarize
 from harness.cli.terminal import Terminal, can_draw
+from harness.commands.shell import run_shell
 from harness.common.redaction import Secret
+from harness.files.workspace import Workspace
 from harness.parser.toolcalls import parse_reply
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
 
 
 class Screen(io.StringIO):

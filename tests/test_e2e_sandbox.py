@@ -33,7 +33,7 @@ import sys  # noqa: E402
 import pytest  # noqa: E402
 from test_e2e_trust import KEY, agent, allow, own_settings  # noqa: E402
 
-from harness.sandbox.landlock import abi_version, namespaces_work  # noqa: E402
+from harness.commands.landlock import abi_version, namespaces_work  # noqa: E402
 
 kernel = pytest.mark.skipif(not abi_version(), reason="this kernel offers no Landlock")
 
@@ -176,8 +176,8 @@ def test_a_command_runs_without_plainagents_own_virtual_environment(install, pro
 
 
 def test_a_virtual_environment_that_is_the_workspaces_own_stays(tmp_path, monkeypatch):
-    from harness.sandbox.shell import command_environment
-    from harness.sandbox.workspace import Workspace
+    from harness.commands.shell import command_environment
+    from harness.files.workspace import Workspace
 
     project_venv = tmp_path / "project/.venv"
     project_venv.mkdir(parents=True)
@@ -193,8 +193,8 @@ def test_a_virtual_environment_that_is_the_workspaces_own_stays(tmp_path, monkey
 
 
 def test_credentials_exported_by_the_user_are_not_passed_to_commands_and_one_can_be_by_name(tmp_path):
-    from harness.sandbox.shell import command_environment, withheld_variables
-    from harness.sandbox.workspace import Workspace
+    from harness.commands.shell import command_environment, withheld_variables
+    from harness.files.workspace import Workspace
 
     environ = {"AWS_SECRET_ACCESS_KEY": "a", "GITHUB_TOKEN": "b", "ANTHROPIC_API_KEY": "c", "npm_config__authToken": "d",
                "PGPASSWORD": "e", "GOOGLE_APPLICATION_CREDENTIALS": "/k.json", "PATH": "/usr/bin", "HOME": "/h",

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from harness.sandbox.documents import EditRefused
-from harness.sandbox.edits import check_python_edit, find_unbalanced_bracket, replace_once, unified_diff
+from harness.common.text_files import EditRefused
+from harness.files.edits import check_python_edit, find_unbalanced_bracket, replace_once, unified_diff
 from tools import Workspace, run_tool
 
 PY_CLASS = b"class Greeter:\n    def greet(self, name):\n        return 'Helo, ' + name\n"
@@ -178,7 +178,7 @@ def test_every_refusal_ends_with_no_changes_were_made(tmp_path):
 
 def test_a_write_that_fails_says_no_changes_were_made(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_bytes(b"old\n")
-    monkeypatch.setattr("harness.sandbox.beneath.os.replace", lambda *_, **__: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    monkeypatch.setattr("harness.files.open_beneath.os.replace", lambda *_, **__: (_ for _ in ()).throw(OSError(28, "No space left on device")))
     output = run_tool(Workspace(tmp_path), "edit_file", {"path": "a.txt", "old_str": "old", "new_str": "new"}).output
     assert output == "could not write a.txt: No space left on device. No changes were made."
 

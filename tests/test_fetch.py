@@ -21,13 +21,12 @@ from fake_endpoint import QuietServer
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
 from harness.common.hosts import parse_hosts
-from harness.parser.toolcalls import ToolCall
-from harness.sandbox import ToolError
-from harness.sandbox import fetch as fetching
-from harness.sandbox.fetch import check_addresses, fetch, get, non_public, render_page
-from harness.sandbox.html_text import html_to_text
-from harness.sandbox.permissions import FETCH_OFF, Permissions
-from harness.sandbox.workspace import Workspace
+from harness.common.seam_types import ToolCall, ToolError
+from harness.files.workspace import Workspace
+from harness.modes.permissions import FETCH_OFF, Permissions
+from harness.web import fetch as fetching
+from harness.web.fetch import check_addresses, fetch, get, non_public, render_page
+from harness.web.html_text import html_to_text
 from tools import FETCH_MAX_CHARS, Toolbox, web_fetch
 
 KEY = "sk-fetch-secret-0123456789abcdef"

@@ -16,8 +16,8 @@ from test_fetch import WebSite
 
 from agent import build_session
 from harness.cli.config import Config
-from harness.sandbox.permissions import FETCH_OFF, Permissions
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
+from harness.modes.permissions import FETCH_OFF, Permissions
 
 KEY = "sk-e2e-fetch-0123456789abcdef"
 ALLOW = "PLAINAGENT_FETCH_ALLOW=127.0.0.1, ::1\n"

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from harness.sandbox.command_line import read
-from harness.sandbox.guard import DEFAULT_RULES, denied_by, parse_rules, refusal
-from harness.sandbox.workspace import Workspace
+from harness.commands.command_line import read
+from harness.commands.guard import DEFAULT_RULES, denied_by, parse_rules, refusal
+from harness.files.workspace import Workspace
 from tools import run_tool
 
 ROOT, RM, FORK, DOWNLOAD, DISK, PUSH = (rule.name for rule in DEFAULT_RULES)

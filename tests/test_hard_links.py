@@ -1,11 +1,11 @@
 """Hard links, the documented limit (docs/trust.md, issue 27 item 8): a file in the workspace hard-linked from
 outside is that outside file. Read, it shows the outside file's text; edited, the outside file changes too, and
-the question and the result say the file has other names, and it is asked in every mode (later.py); /undo puts both
+the question and the result say the file has other names, and it is asked in every mode (acts_later.py); /undo puts both
 names back."""
 
 import os
 
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 from tools import run_tool
 
 

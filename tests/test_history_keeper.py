@@ -1,4 +1,4 @@
-"""History survives any command (harness/sandbox/history_keeper.py): real repositories under tmp_path, real
+"""History survives any command (harness/commands/history_keeper.py): real repositories under tmp_path, real
 commands through run_shell, with the kernel's walls and without; and ordinary git work left as it is."""
 
 import gc
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from test_landlock import ABI, Tree
 
+from harness.commands.history_keeper import HistoryKeeper, git_folder
+from harness.commands.namespaces import namespaces_work
+from harness.commands.shell import run_shell
 from harness.common.directories import state_dir
-from harness.sandbox.history_keeper import HistoryKeeper, git_folder
-from harness.sandbox.namespaces import namespaces_work
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 

@@ -10,7 +10,7 @@ from test_agent import ScriptedModel
 from agent import build_session
 from harness.cli.config import Config
 from harness.cli.instructions import MAX_BYTES, config_dir, load_instructions
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 from prompt import render_system_prompt
 from tools import TOOLS
 

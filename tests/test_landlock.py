@@ -1,4 +1,4 @@
-"""The kernel boundary around commands (harness/sandbox/landlock.py), on this kernel: what a command may not touch,
+"""The kernel boundary around commands (harness/commands/landlock.py), on this kernel: what a command may not touch,
 whatever its shape, and the ordinary work it still does.
 
 Every target is under tmp_path, HOME included (conftest). The attack strings are Python strings, never a shell
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands import landlock, seccomp
+from harness.commands.landlock import Boundary, hidden_paths
+from harness.commands.namespaces import namespaces_work
+from harness.commands.refusal_notes import refusal_note
+from harness.commands.shell import run_shell
 from harness.common.directories import config_dir, state_dir
-from harness.sandbox import landlock, seccomp
-from harness.sandbox.landlock import Boundary, hidden_paths
-from harness.sandbox.namespaces import namespaces_work
-from harness.sandbox.refusals import refusal_note
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 
 ABI = landlock.abi_version()
 pytestmark = pytest.mark.skipif(not ABI, reason="this kernel offers no Landlock")
@@ -313,7 +313,7 @@ def test_secrets_are_found_under_home_but_not_in_the_workspace(tmp_path):
 def test_the_key_the_environment_gave_is_wiped_from_proc_environ(tmp_path):
     import subprocess
 
-    script = ("import os, sys; sys.path.insert(0, sys.argv[1]); from harness.sandbox.landlock import "
+    script = ("import os, sys; sys.path.insert(0, sys.argv[1]); from harness.commands.landlock import "
               "wipe_from_environ_block as wipe; print(wipe('OPENAI_API_KEY'), os.environ['OPENAI_API_KEY'] == "
               f"'{KEY}', b'{KEY}' in open('/proc/self/environ', 'rb').read())")
     done = subprocess.run([sys.executable, "-c", script, str(Path(__file__).parent.parent)], capture_output=True, text=True,
@@ -578,7 +578,7 @@ def test_no_inode_attribute_changes_through_newer_calls_or_io_uring(tmp_path):
 def test_a_command_whose_boundary_cannot_be_entered_does_not_run(tmp_path):
     """The tether ends with 126 and a line rather than run the command outside the walls the start line promised
     (here the descriptor it is handed is /dev/null, no ruleset)."""
-    from harness.sandbox.shell import start
+    from harness.commands.shell import start
 
     not_a_ruleset = os.open(os.devnull, os.O_RDONLY)
     try:

@@ -1,4 +1,4 @@
-"""Files that act later, written by a command (harness/sandbox/look.py): put back and asked about, in every mode,
+"""Files that act later, written by a command (harness/commands/look.py): put back and asked about, in every mode,
 whoever writes them; ordinary git work not asked. Real repositories under tmp_path, real commands through
 run_shell (without the kernel's walls: the look is what holds there; and inside them)."""
 
@@ -9,12 +9,12 @@ import pytest
 from test_history_keeper import GIT_ENV, repository
 from test_landlock import ABI, Tree
 
+from harness.commands.look import Look
+from harness.commands.namespaces import namespaces_work
+from harness.commands.shell import run_shell
 from harness.common.directories import state_dir
-from harness.sandbox.look import Look
-from harness.sandbox.namespaces import namespaces_work
-from harness.sandbox.permissions import Permissions
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
+from harness.modes.permissions import Permissions
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,8 @@ from fake_endpoint import FakeEndpoint
 from agent import build_session
 from harness.cli.commands import run_slash_command
 from harness.cli.config import Config
+from harness.files.workspace import Workspace
 from harness.model.client import Client
-from harness.sandbox.workspace import Workspace
 
 STOP = ["\ntool_result("]
 

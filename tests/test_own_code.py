@@ -13,9 +13,9 @@ import pytest
 from fake_endpoint import FakeEndpoint, install_program
 from test_e2e_trust import agent, results_sent
 
+from harness.commands.landlock import abi_version
+from harness.commands.namespaces import namespaces_work
 from harness.common.own_code import CHECKOUT, load_everything, own_code
-from harness.sandbox.landlock import abi_version
-from harness.sandbox.namespaces import namespaces_work
 
 
 def test_own_code_lists_what_lies_in_a_writable_folder():
@@ -36,7 +36,7 @@ def test_own_code_outside_every_writable_folder_lists_nothing(tmp_path):
 
 def test_load_everything_imports_every_module_of_the_harness():
     names = load_everything()
-    assert {"harness.sandbox.fetch", "harness.cli.task_reader", "harness.common.own_code"} <= set(names)
+    assert {"harness.web.fetch", "harness.cli.task_reader", "harness.common.own_code"} <= set(names)
     assert all(name in sys.modules for name in names)
 
 
@@ -55,7 +55,7 @@ def command(line: str) -> str:
 WITHOUT_NAMESPACES = r"""
 import ctypes, os, runpy, struct, sys
 sys.path.insert(0, sys.argv[1])
-from harness.sandbox import seccomp
+from harness.commands import seccomp
 number = {"x86_64": 272, "aarch64": 97}[os.uname().machine]
 program = b"".join([seccomp.op(0x20, 0), seccomp.op(0x15, number, 0, 1), seccomp.op(0x06, 0x00050000 | 1),
                     seccomp.op(0x06, 0x7FFF0000)])
@@ -73,19 +73,19 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 def test_a_checkout_inside_the_workspace_rewritten_by_a_command_changes_nothing_the_agent_runs(tmp_path, project,
                                                                                             namespaces):
     """plainagent's own checkout inside the workspace (-C on a folder above it): a command copies a tether without
-    walls over tether.py and a fetch.py that leaves a mark over fetch.py. In a mount namespace the copy is refused
+    walls over lifetime.py and a fetch.py that leaves a mark over fetch.py. In a mount namespace the copy is refused
     (plainagent's files are read-only to commands); without one it happens on disk, and still the next command
     cannot write outside, and the first web_fetch does not import the new fetch.py: both were read when the agent
     started."""
     if namespaces and not namespaces_work():
         pytest.skip("this kernel makes no namespaces for this user")
     install = install_program(project / "plainagent")
-    original = (install / "harness/sandbox/tether.py").read_text()
+    original = (install / "harness/commands/lifetime.py").read_text()
     marker, victim = tmp_path / "imported", tmp_path / "victim.txt"
     (project / "no_walls.py").write_text(NO_WALLS)
     (project / "leaves_a_mark.py").write_text(LEAVES_A_MARK.format(marker=str(marker)))
-    script = [command("cp no_walls.py plainagent/harness/sandbox/tether.py && "
-                      "cp leaves_a_mark.py plainagent/harness/sandbox/fetch.py && echo copied"),
+    script = [command("cp no_walls.py plainagent/harness/commands/lifetime.py && "
+                      "cp leaves_a_mark.py plainagent/harness/web/fetch.py && echo copied"),
               command(f"echo pwned > {victim}"), 'tool: web_fetch({"url": "http://127.0.0.1:9/"})', "Done."]
     with FakeEndpoint(script) as endpoint:
         if namespaces:
@@ -97,11 +97,11 @@ def test_a_checkout_inside_the_workspace_rewritten_by_a_command_changes_nothing_
     copied = results_sent(endpoint, 1)[0]["output"]
     if namespaces:
         assert "Read-only file system" in copied and "copied" not in copied.splitlines()
-        assert (install / "harness/sandbox/tether.py").read_text() == original
+        assert (install / "harness/commands/lifetime.py").read_text() == original
     else:
         assert "no namespaces here" in done.stderr.splitlines()[1]
         assert copied == "copied"
-        assert (install / "harness/sandbox/tether.py").read_text() == NO_WALLS  # the attack happened on disk
+        assert (install / "harness/commands/lifetime.py").read_text() == NO_WALLS  # the attack happened on disk
     assert f"(plainagent: the kernel sandbox refused writing {victim}" in results_sent(endpoint, 2)[0]["output"]
     assert not victim.exists() and not marker.exists()
 

@@ -9,8 +9,8 @@ import agent
 from agent import build_session
 from harness.cli.config import Config, ConfigError, load_config
 from harness.cli.terminal import TerminalConfirm
-from harness.sandbox.permissions import NETWORK_TOOLS, READ_ONLY, READING_TOOLS, Permissions
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
+from harness.modes.permissions import NETWORK_TOOLS, READ_ONLY, READING_TOOLS, Permissions
 from tools import TOOLS
 
 CALLS = ('tool: read_file({"path": "a.txt"})\n'

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands.shell import run_shell
 from harness.common import programs
 from harness.common.programs import distrust, find_program, is_writable, tether_python
-from harness.sandbox.ignore_rules import IgnoreRules, run_git
-from harness.sandbox.shell import run_shell
+from harness.files.ignore_rules import IgnoreRules, run_git
 from tools import Workspace, run_tool
 
 GIT = shutil.which("git")  # the real one, found before any test changes PATH
@@ -145,7 +145,7 @@ def test_off_linux_a_python_in_the_workspace_runs_no_command_in_the_sandbox(tmp_
     monkeypatch.setattr(programs, "LINUX", False)
     distrust([project])
     assert tether_python() is None
-    from harness.sandbox import shell
+    from harness.commands import shell
 
     with pytest.raises(OSError) as raised:
         shell.start("true", project, dict(os.environ), ["3", ""])

@@ -12,8 +12,8 @@ from agent import main
 from harness.cli.config import ConfigError, load_config
 from harness.cli.display import describe_start
 from harness.cli.project_env import read_env_text
+from harness.commands.guard import parse_rules
 from harness.common.directories import allowed_env_record
-from harness.sandbox.guard import parse_rules
 
 USER_KEY = "sk-users-own-key-0123456789"
 PROJECT_KEY = "sk-project-key-9876543210"

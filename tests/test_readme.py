@@ -16,8 +16,8 @@ import pytest
 import tools
 from harness.cli.args import parse_args
 from harness.cli.config import ENV_VARS
+from harness.files.workspace import Workspace
 from harness.parser.toolcalls import parse_reply
-from harness.sandbox.workspace import Workspace
 from prompt import render_system_prompt
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,9 +29,9 @@ import responses
 import tools
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
+from harness.files.workspace import Workspace
 from harness.model.client import ChatError, Client, chat_url
 from harness.parser.toolcalls import parse_reply
-from harness.sandbox.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 EN = (ROOT / "README.md").read_text(encoding="utf-8")

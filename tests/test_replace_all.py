@@ -5,7 +5,7 @@ files in tmp_path, with byte-exact assertions."""
 import pytest
 import test_tools
 
-from harness.sandbox.edits import replace_every
+from harness.files.edits import replace_every
 from prompt import render_system_prompt
 from tools import TOOLS, check_args
 

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from harness.sandbox.secret_files import is_secret, original
-from harness.sandbox.workspace import PathRefused, Workspace
+from harness.files.secret_files import is_secret, original
+from harness.files.workspace import PathRefused, Workspace
 from tools import run_tool
 
 

@@ -11,9 +11,9 @@ import time
 import pytest
 from test_fetch import WebSite
 
+from harness.commands.shell import HeadAndTail
 from harness.common.secret_shapes import withhold
-from harness.sandbox.shell import HeadAndTail
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 from tools import check_args, run_tool
 
 GITHUB = "ghp_" + "aB3dE6gH9j" * 3 + "kLmNoP"  # 36 characters after the prefix

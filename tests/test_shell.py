@@ -1,4 +1,4 @@
-"""run_command's processes: the status a command ends with, and a command that ends with the agent (tether.py) when
+"""run_command's processes: the status a command ends with, and a command that ends with the agent (lifetime.py) when
 the agent is killed, checked on a real agent.py process against the local endpoint. The waits poll, bounded."""
 
 import json
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fake_endpoint import FakeEndpoint
 
-from harness.sandbox import shell
+from harness.commands import shell
 from tools import Workspace, run_tool
 
 POSIX = os.name == "posix"

@@ -12,9 +12,9 @@ from frames import read_results
 
 import agent
 from agent import BareHistory, run_task
+from harness.common.seam_types import ChatError
+from harness.files.workspace import Workspace
 from harness.model.bare import BareModel
-from harness.model.replies import ChatError
-from harness.sandbox.workspace import Workspace
 from prompt import render_system_prompt
 from tools import TOOLS, Toolbox
 

@@ -18,7 +18,7 @@ from harness.cli.escapes import escape, for_output
 from harness.cli.previews import render_question
 from harness.cli.terminal import NO_TERMINAL, TerminalConfirm, ask_user, parse_answer
 from harness.common.redaction import Secret
-from harness.sandbox.permissions import Permissions
+from harness.modes.permissions import Permissions
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals")
 

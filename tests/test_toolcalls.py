@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from harness.parser.toolcalls import INVENTED, MAX_CALLS, BadCall, ToolCall, opens_call, parse_reply
+from harness.common.seam_types import BadCall, ToolCall
+from harness.parser.toolcalls import INVENTED, MAX_CALLS, opens_call, parse_reply
 from tools import TOOLS
 
 NAMES = list(TOOLS)

@@ -13,7 +13,7 @@ import pytest
 
 import tools
 from harness.common.redaction import Secret
-from harness.sandbox import beneath, files, search
+from harness.files import open_beneath, read_and_edit, search
 from tools import TOOLS, Workspace, check_args, run_tool
 
 
@@ -426,7 +426,7 @@ def test_a_nul_in_a_path_is_a_clear_error(ws):
 
 
 def test_read_file_refuses_huge_files_with_advice(ws, monkeypatch):
-    monkeypatch.setattr(files, "READ_MAX_FILE_BYTES", 100)
+    monkeypatch.setattr(read_and_edit, "READ_MAX_FILE_BYTES", 100)
     write(ws, "big.log", b"x\n" * 100)
     assert "use run_command with head, tail or grep" in run(ws, "read_file", path="big.log").output
 
@@ -677,7 +677,7 @@ def test_a_failing_replace_leaves_the_original_intact(ws, monkeypatch):
     def broken_replace(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(beneath.os, "replace", broken_replace)
+    monkeypatch.setattr(open_beneath.os, "replace", broken_replace)
     result = edit(ws, "a.txt", "original", "changed")
     assert not result.ok and "No space left on device" in result.output
     assert full.read_bytes() == b"original\n"

@@ -399,7 +399,7 @@ def test_a_header_that_names_no_workspace_or_prints_lines_is_not_resumed_and_its
 def test_a_lone_surrogate_in_the_calls_behind_results_is_repaired_not_a_crash_at_compaction(tmp_path):
     """Round two: compaction writes the calls' names, arguments and notes out as UTF-8; '\\ud800' read back from a
     results line made every resumed task end in an internal error."""
-    from harness.history.readback import read_record
+    from harness.history.transcript_records import read_record
     record = read_record({"calls": [{"name": "read_\ud800", "args": {"path": "a\ud800.txt"}, "ok": True}],
                           "notes": ["n\ud800"]})
     assert record == {"calls": [{"name": "read_\ufffd", "args": {"path": "a\ufffd.txt"}, "ok": True}],

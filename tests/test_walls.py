@@ -1,4 +1,4 @@
-"""What a command leaves behind stays inside the walls (tether.py, landlock.py's Boundary.walls), on this kernel,
+"""What a command leaves behind stays inside the walls (lifetime.py, landlock.py's Boundary.walls), on this kernel,
 both ways: in namespaces of its own where the kernel makes them, and without them (Boundary(namespaces=False), and a
 process whose unshare(2) really fails).
 
@@ -21,10 +21,10 @@ import pytest
 from test_landlock import ABI, PYTHON, Tree
 from test_shell import alive, host_pid, wait_for
 
-from harness.sandbox import landlock, seccomp
-from harness.sandbox.namespaces import close, namespaces_work
-from harness.sandbox.shell import SOCKET_VARIABLES, command_environment
-from harness.sandbox.workspace import Workspace
+from harness.commands import landlock, seccomp
+from harness.commands.namespaces import close, namespaces_work
+from harness.commands.shell import SOCKET_VARIABLES, command_environment
+from harness.files.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not ABI, reason="this kernel offers no Landlock")
 NAMESPACES = bool(ABI) and namespaces_work()
@@ -80,7 +80,7 @@ def test_a_timeout_ends_what_left_the_process_group(tmp_path, namespaces):
 
 
 def landlock_run(tree: Tree, command: str, timeout: float) -> str:
-    from harness.sandbox.shell import run_shell
+    from harness.commands.shell import run_shell
 
     return run_shell(tree.ws, command, timeout, tree.boundary)
 
@@ -329,7 +329,7 @@ def test_what_a_command_leaves_in_dev_shm_or_tmpdir_goes_with_the_session(tmp_pa
 REFUSE_UNSHARE = r'''
 import ctypes, struct, sys
 sys.path.insert(0, sys.argv[1])
-from harness.sandbox import seccomp
+from harness.commands import seccomp
 numbers = {"x86_64": 272, "aarch64": 97}
 libc = ctypes.CDLL(None, use_errno=True)
 op = seccomp.op
@@ -338,9 +338,9 @@ program = b"".join([op(0x20, 0), op(0x15, numbers[__import__("os").uname().machi
 buffer = ctypes.create_string_buffer(program)
 fprog = struct.pack("HxxxxxxQ", len(program) // 8, ctypes.addressof(buffer))
 assert libc.prctl(38, 1, 0, 0, 0) == 0 and libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) == 0
-from harness.sandbox import landlock
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.commands import landlock
+from harness.commands.shell import run_shell
+from harness.files.workspace import Workspace
 from pathlib import Path
 workspace = Path(sys.argv[2])
 boundary = landlock.Boundary(workspace, [])
@@ -371,9 +371,9 @@ def test_where_the_kernel_refuses_namespaces_the_session_goes_on_and_says_so(tmp
 NOBODY = r'''
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from harness.sandbox import landlock
-from harness.sandbox.shell import run_shell
-from harness.sandbox.workspace import Workspace
+from harness.commands import landlock
+from harness.commands.shell import run_shell
+from harness.files.workspace import Workspace
 from pathlib import Path
 workspace = Path(sys.argv[2])
 boundary = landlock.Boundary(workspace, [])

@@ -11,7 +11,7 @@ import time
 import pytest
 from fake_endpoint import FakeEndpoint
 
-from harness.sandbox import shell
+from harness.commands import shell
 
 # Run agent.py the way `python agent.py` would, after taking away what Windows does not have. Only what the
 # agent's own code could reach: subprocess's POSIX half still needs signal.SIGKILL, as its Windows half does not.

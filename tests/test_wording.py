@@ -10,13 +10,13 @@ import responses
 from harness.cli.commands import is_command, run_slash_command
 from harness.cli.config import ConfigError, load_config
 from harness.cli.display import summarize
+from harness.commands import shell
+from harness.files.workspace import Workspace
 from harness.history.compaction import describe_removed
-from harness.history.context import SessionHistory, cut
+from harness.history.session_history import SessionHistory, cut
 from harness.model.client import ChatError, Client
+from harness.modes.permissions import Permissions
 from harness.parser.toolcalls import parse_reply
-from harness.sandbox import shell
-from harness.sandbox.permissions import Permissions
-from harness.sandbox.workspace import Workspace
 from tools import CallResult, check_args, run_tool
 
 NAMES = ["read_file", "list_files", "edit_file", "search_files", "run_command"]

@@ -8,8 +8,8 @@ import subprocess
 import pytest
 
 from harness.common.redaction import Secret
-from harness.sandbox import beneath
-from harness.sandbox.workspace import PathRefused, Workspace
+from harness.files import open_beneath
+from harness.files.workspace import PathRefused, Workspace
 
 
 @pytest.fixture
@@ -302,7 +302,7 @@ def test_undo_turns_a_failed_write_into_one_line(ws, monkeypatch):
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(beneath.os, "replace", full_disk)
+    monkeypatch.setattr(open_beneath.os, "replace", full_disk)
     assert ws.undo() == "Could not undo the last write to a.txt: No space left on device."
     assert a.read_bytes() == b"v2\n" and len(ws.journal) == 1
 

@@ -23,15 +23,13 @@ from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
 from harness.cli.escapes import escape
 from harness.cli.terminal import ASKED_EVEN_WITH_YES
+from harness.commands.landlock import SETTINGS
+from harness.commands.shell import OUTPUT_MAX_BYTES, withheld_variables
+from harness.common.counting import count
 from harness.common.programs import find_program, refused_copy, trusted_path
-from harness.common.words import count
-from harness.model.replies import ChatError
-from harness.sandbox import ToolError
-from harness.sandbox.documents import decode, is_text, split_lines
-from harness.sandbox.edits import unified_diff
-from harness.sandbox.landlock import SETTINGS
-from harness.sandbox.shell import withheld_variables
-from harness.sandbox.shell import OUTPUT_MAX_BYTES
+from harness.common.seam_types import ChatError, ToolError
+from harness.common.text_files import decode, is_text, split_lines
+from harness.files.edits import unified_diff
 
 NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
 

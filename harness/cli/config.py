@@ -25,14 +25,14 @@ import urllib3
 
 from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
+from harness.commands.guard import parse_rules
+from harness.commands.landlock import Boundary, hidden_paths, wipe_from_environ_block
 from harness.common.directories import config_dir, state_dir
 from harness.common.hosts import is_local, parse_hosts, shown_url
 from harness.common.own_code import own_code
 from harness.common.redaction import Secret, redact
-from harness.sandbox.documents import is_text
-from harness.sandbox.guard import parse_rules
-from harness.sandbox.landlock import Boundary, hidden_paths, wipe_from_environ_block
-from harness.sandbox.permissions import MODES
+from harness.common.text_files import is_text
+from harness.modes.permissions import MODES
 
 
 @dataclass

@@ -27,14 +27,14 @@ from typing import TextIO
 from harness.cli import escapes
 from harness.cli.escapes import escape, for_output, hide_key
 from harness.cli.terminal import can_draw
+from harness.commands.landlock import Boundary
+from harness.commands.refusal_notes import REFUSAL_NOTE
+from harness.commands.shell import cut_lines, failed
+from harness.common.counting import count
 from harness.common.hosts import shown_url
 from harness.common.redaction import Redactor
-from harness.common.words import count
+from harness.modes.permissions import describe_mode
 from harness.parser.toolcalls import opens_call
-from harness.sandbox.landlock import Boundary
-from harness.sandbox.permissions import describe_mode
-from harness.sandbox.refusals import REFUSAL_NOTE
-from harness.sandbox.shell import cut_lines, failed
 
 MAX_HELD = 200  # characters of a line held back at most: past them it is decided on what has come
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -377,7 +377,7 @@ def indented(log: Callable[[str], None]) -> Callable[[str], None]:
 
 
 def describe_tokens(model) -> str:
-    """'(1,200 prompt + 300 completion tokens so far)' for a model/model.py Model, saying which are estimates."""
+    """'(1,200 prompt + 300 completion tokens so far)' for a model/session_model.py Model, saying which are estimates."""
     tokens, n_estimated = model.tokens, model.n_estimated
     which = "" if not n_estimated else ", estimated" if n_estimated == model.n_requests else ", partly estimated"
     return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.common.directories import config_dir
-from harness.sandbox.documents import BOM
-from harness.sandbox.secret_files import is_secret
-from harness.sandbox.workspace import PathRefused, Workspace
+from harness.common.text_files import BOM
+from harness.files.secret_files import is_secret
+from harness.files.workspace import PathRefused, Workspace
 
 NAME = "AGENTS.md"
 MAX_BYTES = 8_000  # per file, about 2,500 tokens: rules, not a manual; every request carries them
@@ -91,7 +91,7 @@ def read_instructions(path: Path, shown: str, source: str, log: Callable[[str], 
 
 def warn_if_large(instructions: list[Instructions], history, log: Callable[[str], None]) -> None:
     """Say so when the system prompt with these instructions takes more than a quarter of the budget
-    (history/context.py `SessionHistory`): every request carries it, and no compaction can shrink it."""
+    (history/session_history.py `SessionHistory`): every request carries it, and no compaction can shrink it."""
     size, budget = history.budget.estimate(history.messages[:1]), history.budget.tokens
     if instructions and size > budget // 4:
         log(f"plainagent: the system prompt with {', '.join(given.file for given in instructions)} takes about "

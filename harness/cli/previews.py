@@ -5,7 +5,7 @@ it can hide the rest: a run of characters that draw little or nothing is counted
 marks on one character, and text shaped like a count is escaped so no count can be forged; a long run of lines
 that draw nothing is counted on a line of its own; a line too long for the screen shows its beginning and its end
 with the number of characters left out between them, and a preview too long for the screen its first and last
-lines with the number of lines left out (fitting.py); the question then offers [v]iew to see it all. The screen is
+lines with the number of lines left out (screen_fit.py); the question then offers [v]iew to see it all. The screen is
 the size of the terminal the question is asked on, read each time it is asked (SCREEN when it cannot be known). A
 command's question repeats the first line that runs (not a comment), so it is on screen next to the prompt however
 the rest is shown, and a command too tall for the screen leaves out its comments before any line that runs.
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.cli.escapes import describe_char, escape, escaped_chars, hides, without_key
-from harness.cli.fitting import Piece, Shown, cells_of, char_cells, fit, fit_line, height
-from harness.common.words import count
+from harness.cli.screen_fit import Piece, Shown, cells_of, char_cells, fit, fit_line, height
+from harness.common.counting import count
 
 SCREEN = os.terminal_size((80, 24))  # columns and rows when the terminal's size cannot be known: a VT100's
 QUESTION_ROWS = 3  # rows the question may fill: what a command runs first (or the path), then the answers
@@ -61,7 +61,7 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     unified diff), ("edit", "create notes.md", the new content), ("command", "run this command", "$ ls") or
     ("fetch", "fetch from HOST", the URL). What does not fit is left out from the middle and counted, and the
     question offers [v]iew: `whole` shows everything (only runs and piles still counted).
-    An edit that acts later (`why`, later.py) says why it is asked, next to the question, and offers no [a]lways.
+    An edit that acts later (`why`, acts_later.py) says why it is asked, next to the question, and offers no [a]lways.
     """
     columns, rows = screen or SCREEN
     what, details, choices, subject, frame = render_preview(kind, title, preview, root, mark, columns, whole)

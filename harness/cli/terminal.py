@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.cli import prefixes, previews  # the narrower always: what "a WORDS" approves; what a question shows
 from harness.cli.escapes import escape
-from harness.sandbox.permissions import ACTS_LATER
+from harness.modes.permissions import ACTS_LATER
 
 try:
     import fcntl

@@ -4,7 +4,7 @@ what a server's refusal for length, or a reply cut off where the window ended, s
 The estimate is the UTF-8 size of the messages (characters / 4 would count Chinese or Japanese at a quarter of
 their size), calibrated with the `usage.prompt_tokens` the server reports (or the prompt size its refusal
 states), unless the count looks like that of a prompt the server cut. The window holds the request and the reply
-together: a request never takes the room the longest reply so far took (`most`). `context.py` keeps the history
+together: a request never takes the room the longest reply so far took (`most`). `session_history.py` keeps the history
 inside this budget.
 """
 
@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import re
 
-from harness.model.replies import ChatError
+from harness.common.counting import BYTES_PER_TOKEN, size_in_bytes
+from harness.common.seam_types import ChatError
 
 COMPACT_AT = 0.75  # share of the budget a request may reach; the rest is left for the model's reply
 ANSWER_SHARE = 0.1  # share of the budget always kept for the reply, over the model's own words too...
 MOST_ANSWER_SHARE = 0.5  # ...and the most the room learnt from long (or cut) replies may take of it
 SHORT_ANSWER = 64  # tokens: a reply cut off this short met the window's end; no server's output limit is so low
-BYTES_PER_TOKEN = 3.0  # before the server says: English runs ~4 bytes a token, code ~3, CJK ~2-3 (3 bytes a char)
-MESSAGE_OVERHEAD = 12  # bytes counted for each message's role and the chat template's markers (~4 tokens)
 TRUNCATION_BYTES_PER_TOKEN = 6  # no tokenizer packs a whole prompt tighter: a server reporting fewer tokens cut it
 MAX_LEARNT_JUMP = 1.6  # a count making bytes per token jump more than this is not learnt (it may be a cut prompt)
 MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
@@ -39,7 +38,6 @@ STATED_LIMIT = re.compile(
 # Where they state the size of the refused prompt: "resulted in 9000 tokens" (OpenAI), "(4484 in the messages"
 # (llama-cpp-python); llama.cpp's server gives it as a field, n_prompt_tokens.
 STATED_PROMPT = re.compile(r"messages resulted in ([\d,]+) tokens|\(([\d,]+) in the messages", re.IGNORECASE)
-
 
 
 class Budget:
@@ -148,11 +146,6 @@ def counted(usage) -> tuple[int, int] | None:
     if isinstance(prompt, int) and isinstance(answer, int) and prompt > 0 and answer >= 0:
         return prompt, answer
     return None
-
-
-def size_in_bytes(messages: list[dict]) -> int:
-    return sum(len(message["content"].encode("utf-8", errors="surrogatepass")) + MESSAGE_OVERHEAD
-               for message in messages)
 
 
 def window_refusal(error: ChatError) -> tuple[bool, int | None]:

@@ -1,6 +1,6 @@
 """Compaction's two ways of shrinking a history: older tool results become stubs, older turns a summary.
 
-Helpers of `SessionHistory.compact` (context.py), which decides when to compact and how far; these say how. Each takes
+Helpers of `SessionHistory.compact` (session_history.py), which decides when to compact and how far; these say how. Each takes
 the messages and the calls behind their results and changes copies, so a compaction that would not shrink the
 history can be dropped whole. What is never touched: the system prompt, the current task's message, the latest
 results of the current task, and an earlier summary (it holds everything before it).
@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from harness.common.words import count
+from harness.common.counting import count
 from harness.history.budget import Budget
-from harness.sandbox.permissions import READING_TOOLS
+from harness.modes.permissions import READING_TOOLS
 from prompt import render_result, render_results
 
 COMPACT_TO = 0.5  # compaction stops once the history is this small, so the next one is many turns away

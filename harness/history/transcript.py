@@ -38,8 +38,8 @@ from harness.common.directories import state_dir
 from harness.common.hosts import shown_url
 from harness.common.redaction import Secret, is_secret_key, redact
 from harness.history.budget import MIN_REAL_WINDOW
-from harness.history.readback import is_count, is_message, read_compaction, read_record, sent_part, unreadable
-from harness.sandbox.permissions import MODES, describe_mode
+from harness.history.transcript_records import is_count, is_message, read_compaction, read_record, sent_part, unreadable
+from harness.modes.permissions import MODES, describe_mode
 
 try:
     import fcntl

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import requests
 
+from harness.common.seam_types import ChatError, Reply
 from harness.model.client import chat_url
-from harness.model.replies import ChatError, Reply
 
 
 class BareModel:

@@ -20,16 +20,15 @@ import requests
 import urllib3
 
 from harness.common.hosts import hide_credentials, is_loopback, shown_url
+from harness.common.seam_types import ChatError, Reply
+from harness.common.text_files import repaired
 from harness.model.replies import (
-    ChatError,
-    Reply,
     describe_connection_error,
     error_body,
     is_broken_connection,
     is_quota_exhausted,
     one_line,
     parse_completion,
-    repaired,
     retry_after,
     server_message,
     token_counts,

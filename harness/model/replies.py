@@ -10,66 +10,17 @@ import email.utils
 import json
 import math
 import time
-from dataclasses import dataclass, field
 
 import requests
 import urllib3
 
 from harness.common.hosts import host_of
+from harness.common.seam_types import ChatError, Reply
+from harness.common.text_files import repaired
 from prompt import JSON_TYPES  # how a JSON value is named, for the user as for the model
 
 # Words in a 429's error code/type that mean "out of money", not "too fast": waiting will not help.
 QUOTA_WORDS = ("quota", "insufficient", "billing", "credit", "balance")
-
-
-
-class ChatError(Exception):
-    """A model call failed; str(error) is the one line to show the user.
-
-    `status`, `detail` (the server's own words) and `body` (its JSON, if any) are set for an HTTP error
-    response, so a caller can tell a refusal it can act on (a prompt too long for the model's window, with
-    the window in llama.cpp's `n_ctx`) from one it cannot.
-    """
-
-    def __init__(self, message: str, status: int | None = None, detail: str = "", body=None):
-        super().__init__(message)
-        self.status = status
-        self.detail = detail
-        self.body = body
-
-
-@dataclass
-class Reply:
-    text: str  # the assistant's text ("" when content was null)
-    finish_reason: str | None = None  # "stop", "length", ...
-    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens, ...: the counts reported
-    native_calls: list[str] = field(default_factory=list)  # names in message.tool_calls: a format we never ask for
-    reasoning: str = ""  # reasoning the server sent apart from the text (reasoning_content): shown, never sent back
-    streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
-    window_full: bool = False  # cut off ("length") at the end of the context window, not at an output limit
-
-    def no_answer(self, text: str) -> str | None:
-        """Why this reply, which calls no tool, is no answer (`text` is what it says, reasoning left out); None
-        when it is one. A reply cut off, filtered, or holding only reasoning must not be taken as done."""
-        if self.finish_reason == "length" and self.window_full:
-            return ("The model's answer was cut off: the context window is full (the conversation and the answer "
-                    "did not fit in it together), even after compacting. Start a new session (/reset in the REPL), "
-                    "ask for a shorter answer, or give the model a larger window (the server's context size, and "
-                    "--context-tokens to match).")
-        if self.finish_reason == "length":
-            return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
-                    "on, or to answer more briefly. (If the server's context window is smaller than plainagent's "
-                    "budget, set --context-tokens to it: a full window cuts answers too.)")
-        if self.finish_reason == "content_filter":
-            return "The provider's content filter stopped the answer, so it is incomplete."
-        if self.native_calls:  # the model meant to act, in a format we do not read: its text is no answer
-            return (f"The model answered with a native function call ({', '.join(self.native_calls)}) instead of "
-                    "a `tool:` line, which is all plainagent reads. Try again, or try a model that follows the "
-                    "system prompt.")
-        if not text.strip():
-            what = "only reasoning" if self.text.strip() or self.reasoning.strip() else "empty"
-            return f"The model's reply was {what}: there is no answer. Try again, or try another model."
-        return None
 
 
 # --- reading a completion: every field the server sends is checked before use ---
@@ -114,17 +65,6 @@ def parse_completion(response: requests.Response, url: str) -> Reply:
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=token_counts(data.get("usage")),
     )
-
-
-def repaired(text: str) -> str:
-    """`text` with each lone surrogate made U+FFFD, as undecodable bytes are. JSON may carry one ("\\ud800"),
-    whole replies and streamed ones alike, and it is no character: it could be neither printed, nor sent back in
-    the next request, nor written to the transcript as UTF-8. A pair split by nothing stays the character it is.
-
-    >>> repaired("a\\ud800b"), repaired("\\ud83d\\ude00")
-    ('a\ufffdb', '😀')
-    """
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def native_calls(tool_calls) -> list:

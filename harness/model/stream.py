@@ -21,7 +21,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from harness.model.replies import native_call_name, native_calls, repaired
+from harness.common.text_files import repaired
+from harness.model.replies import native_call_name, native_calls
 
 
 class StreamCut(Exception):

@@ -23,12 +23,13 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
-from harness.parser.arguments import Unreadable, matching_paren, read_arguments, skip_space
-from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_object, python_call
+from harness.common.seam_types import BadCall, ToolCall
 
 # Lines end where the files' lines do (CRLF, LF or CR): one line model for the parser, read_file and edit_file.
 # The parser only finds line breaks with it, never rewrites them: a CRLF inside an argument stays a CRLF.
-from harness.sandbox.documents import LINE_BREAK
+from harness.common.text_files import LINE_BREAK
+from harness.parser.arguments import Unreadable, matching_paren, read_arguments, skip_space
+from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_object, python_call
 from prompt import UNKNOWN_TOOL
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
@@ -67,20 +68,6 @@ INVENTED = ("Your reply went on after your tool calls as if their results had co
             "that point was discarded. Wait for the real results.")
 INVENTED_ALONE = ("Your reply wrote a tool result itself, though it called no tool; everything from that point was "
                   "discarded. A result comes only after a call, once your reply has ended.")
-
-
-@dataclass
-class ToolCall:
-    name: str
-    args: dict
-    repair: str | None = None  # the repair that made the arguments readable, if one was needed
-
-
-@dataclass
-class BadCall:
-    problem: str  # what could not be read, in a sentence for the model
-    name: str = "?"
-    args: dict = field(default_factory=dict)  # none could be read
 
 
 @dataclass

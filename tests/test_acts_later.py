@@ -1,4 +1,4 @@
-"""Edits that act later (later.py): asked in every mode with the reason, refused where nobody can be asked; and
+"""Edits that act later (acts_later.py): asked in every mode with the reason, refused where nobody can be asked; and
 ordinary edits, which stay as each mode says. Real files, real git, the loop driven by a scripted model."""
 
 import json
@@ -12,9 +12,9 @@ from test_agent import ScriptedModel
 
 from agent import build_session
 from harness.cli.config import Config
-from harness.sandbox.later import acts_later
-from harness.sandbox.permissions import ACTS_LATER, Permissions
-from harness.sandbox.workspace import Workspace
+from harness.files.acts_later import acts_later
+from harness.files.workspace import Workspace
+from harness.modes.permissions import ACTS_LATER, Permissions
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

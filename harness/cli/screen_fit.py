@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from harness.cli.escapes import EMOJI_STYLES
-from harness.common.words import count
+from harness.common.counting import count
 
 LINE_ROWS = 8  # rows one line of a preview may fill before its middle is left out
 TAIL_ROWS = 6  # rows from which a preview too tall shows its last lines too, not only its first

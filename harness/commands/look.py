@@ -1,7 +1,7 @@
 """Files that act later, written by a command: a look before and after each command, what changed put back, and
 the user asked, in every mode, with the diff.
 
-The failure it prevents: `edit_file` asks before an edit that acts later (later.py), in every mode; a command in
+The failure it prevents: `edit_file` asks before an edit that acts later (acts_later.py), in every mode; a command in
 mode `yes` did not. Tried: `git init sub` and a `core.fsmonitor` in sub/.git/config (run on the user's next `git
 status` there), a `.git/hooks/pre-commit`, an AGENTS.md the next session obeyed. Where the kernel makes
 namespaces, what exists of these is bound read-only to commands (namespaces.py); what does not exist yet (a new
@@ -13,7 +13,7 @@ repository, a new AGENTS.md) cannot be bound, and without namespaces nothing is.
   - after: each difference is put back as it was (the new version moved aside to the state folder's put-aside/,
     a new repository's `.git` whole) and the user asked, once for the command, whether to keep what it wrote.
     Yes puts it back in place; no, or nobody to ask (-p without a terminal), leaves it aside, and the model is
-    told where. Nothing the command started runs on after it (tether.py), so nothing slips a change in after.
+    told where. Nothing the command started runs on after it (lifetime.py), so nothing slips a change in after.
 Measured in bench/look.py.
 """
 
@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.commands.landlock import repository_outside
+from harness.commands.namespaces import INSTRUCTION_FILES
 from harness.common.directories import state_dir
 from harness.common.programs import find_program
-from harness.sandbox.landlock import repository_outside
-from harness.sandbox.namespaces import INSTRUCTION_FILES
 
 MAX_FOLDERS = 20_000  # folders walked for new repositories at most: a bigger workspace is looked at that far
 AGENT_FILES = {"AGENTS.md", "AGENTS.override.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md"}  # in any folder

@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from harness.sandbox.landlock import SETTINGS, SHARED_MEMORY, Boundary
+from harness.commands.landlock import SETTINGS, SHARED_MEMORY, Boundary
 
 REFUSAL_NOTE = "(plainagent: the kernel sandbox "  # how the note for the model begins (display.py shows it)
 # A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
@@ -25,7 +25,7 @@ NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve hos
                             r"failed to establish a new connection|no matching distribution|unable to access 'http")
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 # EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
-# EROFS: the namespaces' read-only mounts (tether.py); EBUSY: a rename over a file bound read-only there.
+# EROFS: the namespaces' read-only mounts (lifetime.py); EBUSY: a rename over a file bound read-only there.
 REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
                      r"invalid cross-device link|EXDEV|read-only file system|EROFS|device or resource busy|EBUSY")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).

@@ -6,9 +6,9 @@ import codecs
 
 import pytest
 
+from harness.common import text_files
+from harness.common.text_files import decode_for_edit, keep_final_newline, split_lines
 from harness.parser import toolcalls
-from harness.sandbox import documents
-from harness.sandbox.documents import decode_for_edit, keep_final_newline, split_lines
 
 
 @pytest.mark.parametrize("before, after, kept", [
@@ -35,14 +35,14 @@ def test_decode_for_edit_round_trips_bytes():
     (b"\xff\xfeabc", "\u6261\ufffd", "utf-16-le"),  # a mark by chance on 3 bytes: not valid, never edited
 ])
 def test_decode_tells_the_encoding_by_the_byte_order_mark(raw, text, codec):
-    decoded = documents.decode(raw)
+    decoded = text_files.decode(raw)
     assert (decoded.text, decoded.codec) == (text, codec)
     assert bool(decoded.problem()) == ("\ufffd" in text)
 
 
 @pytest.mark.parametrize("raw", [b"PK\x03\x04\0\0", "no mark".encode("utf-16-le"), codecs.BOM_UTF16_LE + b"a\0\0\0"])
 def test_decode_calls_binary_what_holds_nul_characters(raw):
-    assert documents.decode(raw) is None
+    assert text_files.decode(raw) is None
 
 
 def test_split_lines_breaks_at_crlf_lf_and_cr_only():
@@ -52,4 +52,4 @@ def test_split_lines_breaks_at_crlf_lf_and_cr_only():
 
 def test_the_parser_and_the_files_share_one_line_model():
     """The parser finds lines where read_file counts them: the same pattern, not a copy that could drift."""
-    assert toolcalls.LINE_BREAK is documents.LINE_BREAK
+    assert toolcalls.LINE_BREAK is text_files.LINE_BREAK

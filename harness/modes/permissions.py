@@ -7,7 +7,7 @@
                commands and fetches are asked
     yes        nothing is asked (-y)
 
-in each of them, an edit that acts later (a git hook, a shell's start-up file, AGENTS.md: later.py) is asked,
+in each of them, an edit that acts later (a git hook, a shell's start-up file, AGENTS.md: acts_later.py) is asked,
 with the reason, and refused where nobody can be asked.
 
 `Permissions` is the workspace's confirm callback (`Workspace.approve` calls it before every write, command
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.sandbox.workspace import Confirm
+from harness.files.workspace import Confirm
 
 MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe_mode() says what each asks
 # The tools that only read, offered in read-only sessions. An allowlist: a new tool is left out of read-only
@@ -54,7 +54,7 @@ class Permissions:
 
     def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
         """A Confirm: None to go ahead, or the reason for refusing. kind: "edit", "command" or "fetch"; `why`:
-        why an edit that acts later is asked in every mode (later.py), else ""."""
+        why an edit that acts later is asked in every mode (acts_later.py), else ""."""
         if self.mode == "read-only" and kind != "fetch":  # a fetch writes nothing: read-only asks it
             return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
         if why and self.ask is None:

@@ -1,4 +1,4 @@
-"""The walls after a command, beside Landlock's (landlock.py): what tether.py's mount namespace keeps read-only
+"""The walls after a command, beside Landlock's (landlock.py): what lifetime.py's mount namespace keeps read-only
 inside the folders commands write in, whether this kernel makes the namespaces at all, and the session's own temp
 folders put away at its end.
 
@@ -8,7 +8,7 @@ AGENTS.md the next session obeyed, a `setsid` child that edited files after the 
 ~/.ssh/id_rsa`. In a mount namespace all but the writable folders is read-only (modes and times too), and in
 them what acts later is bound read-only on itself (`git_parts`, INSTRUCTION_FILES, plainagent's own code); in a
 PID namespace nothing the command started outlives it. Codex CLI does the same with bubblewrap; here it is
-`unshare(2)` and `mount_setattr(2)` through ctypes (tether.py).
+`unshare(2)` and `mount_setattr(2)` through ctypes (lifetime.py).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ def git_parts(git: Path) -> list[Path]:
 
 @functools.cache
 def namespaces_work() -> bool:
-    """Whether this kernel lets this process make tether.py's namespaces (a user namespace too, where the user
+    """Whether this kernel lets this process make lifetime.py's namespaces (a user namespace too, where the user
     lacks CAP_SYS_ADMIN): tried once, in a child, on a folder of its own. Ubuntu's AppArmor setting
     kernel.apparmor_restrict_unprivileged_userns, or a container without the capability, says no."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
-    from harness.sandbox import tether
+    from harness.commands import lifetime
 
     folder = tempfile.mkdtemp(prefix="plainagent-probe-")
     try:
@@ -63,10 +63,10 @@ def namespaces_work() -> bool:
         if pid == 0:
             code = 1
             try:
-                tether.enter_namespaces([f"w:{folder}", f"r:{folder}"])
+                lifetime.enter_namespaces([f"w:{folder}", f"r:{folder}"])
                 init = os.fork()
                 if init == 0:
-                    tether.inside_namespaces()
+                    lifetime.inside_namespaces()
                     os._exit(0)
                 code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
             finally:
@@ -131,7 +131,7 @@ def remove_tree(folder: Path) -> None:
 #
 # Connecting to a pathname socket needs only the file's write permission, which neither a read-only mount nor a
 # network namespace takes away, and no kernel call this program can use refuses it by path. So each socket file
-# a daemon listens on is found and covered (tether.py binds /dev/null over it): the Docker socket, the
+# a daemon listens on is found and covered (lifetime.py binds /dev/null over it): the Docker socket, the
 # ssh-agent's, tmux's, D-Bus's, a resolver's.
 
 SOCKET_FOLDERS = ("/run", "/var/run", "/tmp", "/var/tmp")  # where daemons put theirs

@@ -33,9 +33,9 @@ import os
 import re
 from pathlib import Path
 
-from harness.sandbox import ToolError
-from harness.sandbox.ignore_rules import run_git
-from harness.sandbox.workspace import Workspace
+from harness.common.seam_types import ToolError
+from harness.files.ignore_rules import run_git
+from harness.files.workspace import Workspace
 
 # The names that make a folder a repository's own folder (git's is_git_directory: HEAD beside objects/ and
 # refs/, or a commondir that points to them), and what lives in one.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from harness.model.replies import repaired
+from harness.common.text_files import repaired
 
 ROLES = ("system", "user", "assistant")
 

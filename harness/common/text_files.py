@@ -6,7 +6,7 @@ as a `Document` (text with "\n" line endings) and encodes it back in its own enc
 endings (one style or mixed) and the final newline it had, so an edit changes the bytes it means to change and no
 other: no CRLF file turned into LF, no BOM dropped, no UTF-16 file rewritten as UTF-8, no newline added at the end.
 The write itself (atomic, never over a change made since the read, keeping hard links and the owner) is
-`beneath.py`'s.
+`open_beneath.py`'s.
 
 This module also owns the line model every part of plainagent counts with: a line ends at CRLF, LF or CR
 and nowhere else (`LINE_BREAK`, `split_lines`). read_file, edit_file, search_files and the tool-call parser
@@ -162,3 +162,14 @@ def keep_final_newline(before: str, after: str) -> str:
     elif not before.endswith("\n") and after.endswith("\n"):
         kept = after[:-1]
     return after if kept == before else kept
+
+
+def repaired(text: str) -> str:
+    """`text` with each lone surrogate made U+FFFD, as undecodable bytes are. JSON may carry one ("\\ud800"),
+    whole replies and streamed ones alike, and it is no character: it could be neither printed, nor sent back in
+    the next request, nor written to the transcript as UTF-8. A pair split by nothing stays the character it is.
+
+    >>> repaired("a\\ud800b"), repaired("\\ud83d\\ude00")
+    ('a\ufffdb', '😀')
+    """
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

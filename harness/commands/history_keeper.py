@@ -24,8 +24,8 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from harness.commands.landlock import repository_outside
 from harness.common.directories import state_dir
-from harness.sandbox.landlock import repository_outside
 
 KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD", "config", "description")  # copied, with refs/ (small; a command may rewrite them)
 

@@ -3,10 +3,10 @@
 import pytest
 from fake_endpoint import FakeEndpoint, stream_events
 
-from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
+from harness.common.counting import BYTES_PER_TOKEN, size_in_bytes
+from harness.common.seam_types import Reply
 from harness.model.client import Client
-from harness.model.model import SessionModel
-from harness.model.replies import Reply
+from harness.model.session_model import SessionModel
 
 MESSAGES = [{"role": "system", "content": "You are a coding agent. " * 40}, {"role": "user", "content": "explain"}]
 

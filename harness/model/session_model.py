@@ -11,7 +11,7 @@ The bare seam is the client (client.py: one POST, its retries, one clear line pe
   - the history fitted to the token budget before each request, and a server's refusal for length survived:
     the history shrinks to the window the refusal states and the same turn is asked again; so too a reply cut
     off where the window ended (finish_reason "length" with the window full): at most MAX_REFUSALS times a
-    turn (the work itself is the history's: history/context.py `SessionHistory.fit`, `.refused`, `.cut_off`).
+    turn (the work itself is the history's: history/session_history.py `SessionHistory.fit`, `.refused`, `.cut_off`).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Protocol
 
+from harness.common.counting import BYTES_PER_TOKEN, size_in_bytes
 from harness.common.hosts import is_local
-from harness.history.budget import BYTES_PER_TOKEN, size_in_bytes
+from harness.common.seam_types import ChatError, Reply
 from harness.model.client import Client
-from harness.model.replies import ChatError, Reply
 
 if TYPE_CHECKING:  # for the annotations only: the history module does not need to load for this one
-    from harness.history.context import SessionHistory
+    from harness.history.session_history import SessionHistory
 
 
 class Display(Protocol):  # the user's side shows the reply (cli/display.py's LiveReply): what this seam needs of it

@@ -39,8 +39,8 @@ from requests.adapters import HTTPAdapter
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 
 from harness.common.hosts import host_of, is_loopback
-from harness.sandbox import ToolError
-from harness.sandbox.html_text import html_to_text
+from harness.common.seam_types import ToolError
+from harness.web.html_text import html_to_text
 
 USER_AGENT = "plainagent/0.1 (web_fetch)"
 ACCEPT = "text/html, text/*;q=0.9, application/json;q=0.9, application/xml;q=0.9, */*;q=0.1"

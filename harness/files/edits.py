@@ -1,7 +1,7 @@
 """How edit_file finds the one place old_str names, and what it tells the model and the user about the change.
 
 Pure text functions, no workspace: `files.change_file` (edit_file's steps) reads the bytes, decodes them
-(`documents.py`), calls these, and writes. A refusal is an `EditRefused` whose message tells the model what
+(`text_files.py`), calls these, and writes. A refusal is an `EditRefused` whose message tells the model what
 to do instead.
 
 The failure this prevents is an edit applied in the wrong place. Matching is exact first; only when that
@@ -24,7 +24,7 @@ import tokenize
 import warnings
 from collections.abc import Iterator
 
-from harness.sandbox.documents import EditRefused, split_lines
+from harness.common.text_files import EditRefused, split_lines
 
 LINE_RULES_MAX_WORK = 1_000_000  # lines the whitespace rules may compare per edit (well under a second)
 EXACT_MAX_WORK = 20_000_000  # characters compared finding exact matches of old_str, past the first 21

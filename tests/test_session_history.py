@@ -6,14 +6,15 @@ import random
 
 import pytest
 
+from harness.common.counting import MESSAGE_OVERHEAD
 from harness.history import compaction
-from harness.history import context as context_module
-from harness.history.budget import MESSAGE_OVERHEAD, Budget, stated_prompt, window_refusal
+from harness.history import session_history as context_module
+from harness.history.budget import Budget, stated_prompt, window_refusal
 from harness.history.compaction import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT
-from harness.history.context import SessionHistory, fit_outputs
+from harness.history.session_history import SessionHistory, fit_outputs
 from harness.history.transcript import Transcript, load
 from harness.model.client import ChatError, Reply
-from harness.model.model import SessionModel
+from harness.model.session_model import SessionModel
 from tools import CallResult
 
 SYSTEM = {"role": "system", "content": "SYSTEM PROMPT " * 20}

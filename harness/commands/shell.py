@@ -2,7 +2,7 @@
 
 In the workspace root, with the user's environment minus the API key, without stdin, in a process group of its
 own so that a timeout or a Ctrl-C kills everything it started (not only the shell, leaving a server running
-behind the user's back), tethered to the agent so that it ends when the agent is killed (tether.py), and with its
+behind the user's back), tethered to the agent so that it ends when the agent is killed (lifetime.py), and with its
 output bounded while it runs (`yes` for a minute must not fill the memory): the head and the tail are kept, the
 API key redacted before the cut is marked. The model gets OUTPUT_MAX_BYTES of it, the mark saying how many lines
 it did not see; the user may see more (/show): what was kept, up to SHOWN_MAX_BYTES, is left with the workspace
@@ -27,19 +27,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.commands.landlock import Boundary
+from harness.commands.refusal_notes import refusal_note
+from harness.commands.seccomp import seccomp_program
 from harness.common.programs import find_program, tether_python
-from harness.sandbox.landlock import Boundary
-from harness.sandbox.refusals import refusal_note
-from harness.sandbox.seccomp import seccomp_program
-from harness.sandbox.workspace import Workspace
+from harness.files.workspace import Workspace
 
 OUTPUT_MAX_BYTES = 20_000  # run_command output the model gets (half from the start, half from the end)
 SHOWN_MAX_BYTES = 2_000_000  # ... and the user can see with /show when the model's copy was cut
 WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
-TETHER = Path(__file__).with_name("tether.py")
+TETHER = Path(__file__).with_name("lifetime.py")
 STOP_WAIT = 5  # seconds the tether has to end what a stopped command started, before its group is killed
-# Read once, as the agent starts, and run with -c: a command that changed tether.py on disk (`if boundary:` made
+# Read once, as the agent starts, and run with -c: a command that changed lifetime.py on disk (`if boundary:` made
 # `if False:`) would otherwise have run every later command outside the walls.
 TETHER_SOURCE = TETHER.read_text(encoding="utf-8")
 # How a result that is not a plain success begins. A command that succeeded is shown as its output alone, unless
@@ -150,7 +150,7 @@ def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace, ne
 
 def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None,
                                                                                          int | None]:
-    """The command, started in a process group of its own; and, on POSIX, the agent's end of its tether (tether.py),
+    """The command, started in a process group of its own; and, on POSIX, the agent's end of its tether (lifetime.py),
     which only this process holds: when the agent ends, however it ends, the kernel closes it; and the read end of
     the tether's report (how many processes it ended with the command). `confine`: the tether's arguments that put
     the command inside a kernel boundary (landlock.py)."""

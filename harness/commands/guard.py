@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.sandbox.command_line import GLOB, Command, TooComplex, path_of, read
+from harness.commands.command_line import GLOB, Command, TooComplex, path_of, read
 
 # A shell function that runs itself (`:(){ :|:& };:`, `f(){ f & f; }; f`, `function f { f|f& }`). A name starts
 # only where a word does, and is taken whole (possessive): tried from inside a long word, one of 20,000 letters

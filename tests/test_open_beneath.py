@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from harness.sandbox import beneath, search
-from harness.sandbox.beneath import Changed
+from harness.files import open_beneath, search
+from harness.files.open_beneath import Changed
 from tools import Workspace, run_tool
 
 
@@ -20,8 +20,8 @@ def root(request, tmp_path, monkeypatch):
     """Each test twice: by directory descriptors, and as on Windows, which has none (nor O_NOFOLLOW): by path,
     each step looked at as it is reached."""
     if request.param == "paths":
-        monkeypatch.setattr(beneath, "DESCRIPTORS", False)
-        monkeypatch.setattr(beneath, "NO_LINK", beneath.NO_LINK & ~os.O_NOFOLLOW)
+        monkeypatch.setattr(open_beneath, "DESCRIPTORS", False)
+        monkeypatch.setattr(open_beneath, "NO_LINK", open_beneath.NO_LINK & ~os.O_NOFOLLOW)
     root = tmp_path / "project"
     (root / "sub").mkdir(parents=True)
     (root / "sub/a.txt").write_bytes(b"inside\n")
@@ -36,8 +36,8 @@ def root(request, tmp_path, monkeypatch):
 @pytest.mark.parametrize("target", ["../outside", "sub"])  # even a link that stays inside: it was not checked
 def test_a_link_on_the_way_is_refused_never_followed(root, target):
     os.symlink(target, root / "via")
-    for use in [lambda: beneath.read(beneath.Root(root), root / "via/a.txt"), lambda: beneath.lstat(beneath.Root(root), root / "via/a.txt"),
-                lambda: beneath.listing(beneath.Root(root), root / "via"), lambda: beneath.create(beneath.Root(root), root / "via/new.txt", b"x")]:
+    for use in [lambda: open_beneath.read(open_beneath.Root(root), root / "via/a.txt"), lambda: open_beneath.lstat(open_beneath.Root(root), root / "via/a.txt"),
+                lambda: open_beneath.listing(open_beneath.Root(root), root / "via"), lambda: open_beneath.create(open_beneath.Root(root), root / "via/new.txt", b"x")]:
         with pytest.raises(Changed) as changed:
             use()
         assert changed.value.how == "link"
@@ -47,23 +47,23 @@ def test_a_link_on_the_way_is_refused_never_followed(root, target):
 def test_a_link_as_the_file_itself_is_not_opened(root):
     os.symlink("../../outside/a.txt", root / "sub/link.txt")
     with pytest.raises(Changed) as changed:
-        beneath.read(beneath.Root(root), root / "sub/link.txt")
+        open_beneath.read(open_beneath.Root(root), root / "sub/link.txt")
     assert changed.value.how == "link"
-    assert beneath.lstat(beneath.Root(root), root / "sub/link.txt").st_size == len("../../outside/a.txt")  # the link itself
-    assert beneath.listing(beneath.Root(root), root / "sub") == [("a.txt", False, False), ("link.txt", False, True)]
+    assert open_beneath.lstat(open_beneath.Root(root), root / "sub/link.txt").st_size == len("../../outside/a.txt")  # the link itself
+    assert open_beneath.listing(open_beneath.Root(root), root / "sub") == [("a.txt", False, False), ("link.txt", False, True)]
 
 
 def test_what_is_missing_is_none_and_a_file_on_the_way_is_missing_too(root):
-    assert beneath.lstat(beneath.Root(root), root / "sub/nope.txt") is None
-    assert beneath.lstat(beneath.Root(root), root / "sub/a.txt/x") is None
-    assert beneath.lstat(beneath.Root(root), root / "nope/x") is None
-    assert beneath.read(beneath.Root(root), root / "sub/a.txt") == b"inside\n"
+    assert open_beneath.lstat(open_beneath.Root(root), root / "sub/nope.txt") is None
+    assert open_beneath.lstat(open_beneath.Root(root), root / "sub/a.txt/x") is None
+    assert open_beneath.lstat(open_beneath.Root(root), root / "nope/x") is None
+    assert open_beneath.read(open_beneath.Root(root), root / "sub/a.txt") == b"inside\n"
 
 
 def test_a_pipe_is_refused_without_waiting_for_a_writer(root):
     os.mkfifo(root / "sub/pipe")
     with pytest.raises(Changed) as changed:
-        beneath.read(beneath.Root(root), root / "sub/pipe")
+        open_beneath.read(open_beneath.Root(root), root / "sub/pipe")
     assert changed.value.how == "not a file"
 
 
@@ -73,7 +73,7 @@ def test_a_pipe_is_refused_without_waiting_for_a_writer(root):
 def test_a_new_file_never_replaces_anything_not_even_a_dangling_link(root):
     os.symlink("../../outside/new.txt", root / "sub/new.txt")
     with pytest.raises(Changed) as changed:
-        beneath.create(beneath.Root(root), root / "sub/new.txt", b"x")
+        open_beneath.create(open_beneath.Root(root), root / "sub/new.txt", b"x")
     assert changed.value.how == "created" and not (root.parent / "outside/new.txt").exists()
 
 
@@ -81,9 +81,9 @@ def test_a_failed_creation_leaves_neither_the_file_nor_the_folders_it_made(root,
     def full_disk(*args):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(beneath.os, "fsync", full_disk)
+    monkeypatch.setattr(open_beneath.os, "fsync", full_disk)
     with pytest.raises(OSError):
-        beneath.create(beneath.Root(root), root / "new/deeper/b.txt", b"data")
+        open_beneath.create(open_beneath.Root(root), root / "new/deeper/b.txt", b"data")
     assert not (root / "new").exists()
 
 
@@ -91,22 +91,22 @@ def test_an_atomic_write_that_fails_leaves_the_old_file_and_no_temporary(root, m
     def full_disk(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(beneath.os, "replace", full_disk)
+    monkeypatch.setattr(open_beneath.os, "replace", full_disk)
     with pytest.raises(OSError):
-        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
+        open_beneath.replace(open_beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
     assert (root / "sub/a.txt").read_bytes() == b"inside\n" and os.listdir(root / "sub") == ["a.txt"]
 
 
 def test_a_write_over_other_bytes_than_expected_writes_nothing(root):
     with pytest.raises(Changed) as changed:
-        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"what the edit was made from\n")
+        open_beneath.replace(open_beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"what the edit was made from\n")
     assert changed.value.how == "changed" and (root / "sub/a.txt").read_bytes() == b"inside\n"
 
 
 def test_a_file_with_other_names_is_written_in_place(root):
     os.link(root / "sub/a.txt", root.parent / "outside/b.txt")
     inode = (root / "sub/a.txt").stat().st_ino
-    beneath.replace(beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
+    open_beneath.replace(open_beneath.Root(root), root / "sub/a.txt", b"new\n", expected=b"inside\n")
     assert (root.parent / "outside/b.txt").read_bytes() == b"new\n" and (root / "sub/a.txt").stat().st_ino == inode
 
 
@@ -116,9 +116,9 @@ def test_an_in_place_write_that_fails_halfway_puts_the_old_bytes_back(root, monk
     def full_disk(fd):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(beneath.os, "fsync", full_disk)
+    monkeypatch.setattr(open_beneath.os, "fsync", full_disk)
     with pytest.raises(OSError):
-        beneath.replace(beneath.Root(root), root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
+        open_beneath.replace(open_beneath.Root(root), root / "sub/a.txt", b"a much longer text than before\n", expected=b"inside\n")
     assert (root / "sub/b.txt").read_bytes() == b"inside\n"
 
 
@@ -127,8 +127,8 @@ def test_removing_folders_stops_at_one_that_holds_something_and_follows_no_link(
     os.symlink("../outside/empty", root / "gone")
     (root / "a/b").mkdir(parents=True)
     (root / "a/mine.txt").write_bytes(b"")
-    beneath.remove_folders(beneath.Root(root), [root / "gone", root / "a/b", root / "a"])
-    beneath.remove_folders(beneath.Root(root), [root / "a/b", root / "a"])
+    open_beneath.remove_folders(open_beneath.Root(root), [root / "gone", root / "a/b", root / "a"])
+    open_beneath.remove_folders(open_beneath.Root(root), [root / "a/b", root / "a"])
     assert (tmp_path / "outside/empty").is_dir() and sorted(os.listdir(root / "a")) == ["mine.txt"]
 
 
@@ -211,7 +211,7 @@ def test_a_concurrent_swapper_never_gets_a_tool_outside(swapper, tries):
     """On the code that checked a name and then opened it (81552a0^), 1,000 tries of each got 5 to 24 reads,
     2 to 8 searches and 21 to 49 writes (creations, and edits' temporaries) outside, in three runs: the suite's
     300 would see about 16 escapes, and none at all less than once in 4,000 runs even at the lowest of those
-    rates. `python -m pytest tests/test_beneath.py --race-tries 5000` tries harder."""
+    rates. `python -m pytest tests/test_open_beneath.py --race-tries 5000` tries harder."""
     ws, outside = swapper
     outputs = try_each_tool(ws, tries, "work")
     escapes = {kind: sum(bool(OUTSIDE_SEEN.search(output)) for output in found) for kind, found in outputs.items()}
@@ -234,7 +234,7 @@ while True:  # the workspace and a link to outside/ trade places, as fast as the
 """
 
 
-@pytest.mark.skipif(not beneath.DESCRIPTORS or not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
+@pytest.mark.skipif(not open_beneath.DESCRIPTORS or not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
 def test_the_root_swapped_for_a_link_never_gets_a_tool_outside(tmp_path, monkeypatch, tries):
     """On the code that opened the root by name at each use (issue 27 item 6), 300 tries got 68 reads, 44
     creations and 5 edits outside. Opened once, the root is the folder the session started in, wherever it is."""

@@ -12,7 +12,7 @@ these rules itself; this module knows nothing about the tools (it must not impor
     is read or written (git commands through run_command are the way: git's store holds credentials in
     .git/config, and its own tools know how to read the rest);
   - what passed the gate is then used by its real path and nothing else: read, listed and written through
-    directory descriptors that follow no link, from the root opened once (`beneath.py`), so nothing swapped in
+    directory descriptors that follow no link, from the root opened once (`open_beneath.py`), so nothing swapped in
     after the check is used, the root itself included;
   - the walk (`Workspace.walk`, used for listing, searching and suggestions) leaves out what
     `ignore_rules.py` says: tools' folders, and what git ignores;
@@ -38,17 +38,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.commands.guard import DEFAULT_RULES, Rule
+from harness.commands.history_keeper import HistoryKeeper
+from harness.commands.landlock import Boundary
+from harness.commands.look import Look
 from harness.common.directories import config_dir, state_dir
 from harness.common.redaction import Secret
+from harness.common.seam_types import ToolError
 from harness.common.secret_shapes import withhold
-from harness.sandbox import ToolError, beneath
-from harness.sandbox.beneath import Changed
-from harness.sandbox.guard import DEFAULT_RULES, Rule
-from harness.sandbox.ignore_rules import IgnoreRules, skip_dir
-from harness.sandbox.history_keeper import HistoryKeeper
-from harness.sandbox.look import Look
-from harness.sandbox.landlock import Boundary
-from harness.sandbox.secret_files import is_secret
+from harness.files import open_beneath
+from harness.files.ignore_rules import IgnoreRules, skip_dir
+from harness.files.open_beneath import Changed
+from harness.files.secret_files import is_secret
 
 OWN = "plainagent's own files: not read"  # the note a listing shows, and the reason of the refusal
 
@@ -63,7 +64,7 @@ class PathRefused(ToolError):
 
 # Answers the user's question before a write or a command: (kind, title, preview, why) -> None to go ahead,
 # or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch"; `why` is "" but
-# for an edit that acts later (later.py): it says why that edit is asked in every mode.
+# for an edit that acts later (acts_later.py): it says why that edit is asked in every mode.
 Confirm = Callable[[str, str, str, str], "str | None"]
 
 
@@ -105,14 +106,14 @@ class Workspace:
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
     history_keeper: HistoryKeeper | None = None  # the repository's history, kept for after each command
     look: Look | None = None  # what acts later, looked at before and after each command (look.py)
-    folder: beneath.Root = field(init=False, repr=False)  # the root, opened once: what every use starts from
+    folder: open_beneath.Root = field(init=False, repr=False)  # the root, opened once: what every use starts from
     uncut: tuple[str, str] | None = None  # the last command result cut for the model: (its result, the output
     # as kept for the user, up to shell.py's SHOWN_MAX_BYTES), for /show
 
     def __post_init__(self):
         self.secret = self.secret if isinstance(self.secret, Secret) else Secret(self.secret)  # a bare key, in tests
         self.root = Path(self.root).resolve()
-        self.folder = beneath.Root(self.root)
+        self.folder = open_beneath.Root(self.root)
         self.own = [folded(Path(path).resolve()) for path in [state_dir(), config_dir(), *self.own_files] if path]
 
     # --- paths ---
@@ -182,7 +183,7 @@ class Workspace:
         while folders:
             folder = folders.popleft()
             try:  # through descriptors: a folder swapped for a link since it was listed is not entered
-                items = beneath.listing(self.folder, folder)
+                items = open_beneath.listing(self.folder, folder)
             except (OSError, Changed):  # unreadable (permissions), gone or swapped since it was listed
                 continue
             for name, is_dir, is_link in items:
@@ -218,12 +219,12 @@ class Workspace:
             return Entry(path, False, "a broken link: what it leads to does not exist")
         return Entry(path, False, real=real)
 
-    # --- using what passed the gate: by its real path, following no link (beneath.py) ---
+    # --- using what passed the gate: by its real path, following no link (open_beneath.py) ---
 
     def stat(self, full: Path) -> os.stat_result | None:
         """What is at the checked real path `full`, itself (None: nothing is)."""
         try:
-            return beneath.lstat(self.folder, full)
+            return open_beneath.lstat(self.folder, full)
         except Changed as change:
             raise ToolError(self.changed_while_used(full, change.how)) from None
 
@@ -231,7 +232,7 @@ class Workspace:
         """The bytes of the regular file at the checked real path `full`; at most `limit` of them (a file can grow
         between the look at its size and the read)."""
         try:
-            return beneath.read(self.folder, full, limit)
+            return open_beneath.read(self.folder, full, limit)
         except (FileNotFoundError, NotADirectoryError):  # there a moment ago (`stat`): gone since
             raise ToolError(self.changed_while_used(full, "removed")) from None
         except Changed as change:
@@ -240,7 +241,7 @@ class Workspace:
     def listing(self, full: Path) -> list[tuple[str, bool, bool]]:
         """(name, is a folder, is a link) of each entry in the checked real folder `full`."""
         try:
-            return beneath.listing(self.folder, full)
+            return open_beneath.listing(self.folder, full)
         except (FileNotFoundError, NotADirectoryError):
             raise ToolError(self.changed_while_used(full, "removed")) from None
         except Changed as change:
@@ -273,9 +274,9 @@ class Workspace:
         saw, and their own edit made meanwhile must not be lost."""
         try:
             if before is None:
-                made_dirs = beneath.create(self.folder, full, data)
+                made_dirs = open_beneath.create(self.folder, full, data)
             else:
-                beneath.replace(self.folder, full, data, expected=before)
+                open_beneath.replace(self.folder, full, data, expected=before)
                 made_dirs = []
         except Changed as change:
             raise ToolError(self.changed_since_read(full, change.how)) from None
@@ -311,24 +312,24 @@ class Workspace:
         changed = (f"Not undone: {name} has changed since the agent wrote it (by you or a command), and undoing "
                    "would lose that. Put it back as the agent left it to undo, or fix it by hand.")
         try:
-            info = beneath.lstat(self.folder, last.path)
-            now = beneath.read(self.folder, last.path) if info is not None else None
+            info = open_beneath.lstat(self.folder, last.path)
+            now = open_beneath.read(self.folder, last.path) if info is not None else None
         except Changed:  # a link, a folder or a pipe where the file was
             return changed
         except OSError as error:
             return f"Could not undo the last write to {name}: cannot read it ({error.strerror or error})."
         if now == last.before:  # the user took it back already (a created file deleted, an edit reverted)
             self.journal.pop()
-            beneath.remove_folders(self.folder, last.made_dirs)
+            open_beneath.remove_folders(self.folder, last.made_dirs)
             return f"Nothing to undo in {name}: it is already as it was before the agent's last write."
         if now != last.after:
             return changed.replace("has changed", "was removed") if now is None else changed
         try:  # each checks once more that the file holds what the agent left, right before it acts
             if last.before is None:
-                beneath.remove(self.folder, last.path, expected=last.after)
-                beneath.remove_folders(self.folder, last.made_dirs)
+                open_beneath.remove(self.folder, last.path, expected=last.after)
+                open_beneath.remove_folders(self.folder, last.made_dirs)
             else:
-                beneath.replace(self.folder, last.path, last.before, expected=last.after)
+                open_beneath.replace(self.folder, last.path, last.before, expected=last.after)
         except Changed:
             return changed
         except OSError as error:

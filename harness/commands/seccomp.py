@@ -4,7 +4,7 @@ The failures it prevents, each found by trying: `prlimit --pid AGENT --nofile=3:
 taskset reach any process of the user (Landlock's scopes stop signals and ptrace, not these); run as root, a
 command loaded a BPF tracer that read the agent's next request, key and all; UDP and raw sockets are not
 Landlock's to refuse. The program is a list of rules, each a system call by its number, refused outright or
-unless its arguments name the command itself; it is built here, and tether.py installs it (PR_SET_SECCOMP) with
+unless its arguments name the command itself; it is built here, and lifetime.py installs it (PR_SET_SECCOMP) with
 the Landlock ruleset, in the command's process before the shell starts.
 """
 

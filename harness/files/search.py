@@ -23,10 +23,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.sandbox import ToolError
-from harness.sandbox.documents import decode, split_lines
-from harness.sandbox.ignore_rules import IgnoreRules
-from harness.sandbox.workspace import Entry, Workspace
+from harness.common.seam_types import ToolError
+from harness.common.text_files import decode, split_lines
+from harness.files.ignore_rules import IgnoreRules
+from harness.files.workspace import Entry, Workspace
 
 SEARCH_MAX_FILE_BYTES = 1_000_000  # larger files are logs and data, not code: grep does better
 LIST_MAX_ENTRIES = 400  # entries per list_files call

@@ -3,9 +3,9 @@ the write, and creating a new file.
 
 Helpers of the tools in tools.py (their docstrings, what the model reads, stay there). Every path has passed
 `Workspace.resolve`, and is then used only through the workspace (`stat`, `read`, `write`), by the real path it
-checked; the text work itself is documents.py's (decoding, keeping line endings) and edits.py's (matching
+checked; the text work itself is text_files.py's (decoding, keeping line endings) and edits.py's (matching
 old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
-`write`), and an edit that acts later (later.py) is asked in every mode. The write happens only if the file
+`write`), and an edit that acts later (acts_later.py) is asked in every mode. The write happens only if the file
 still holds what the edit was made from, once the question is answered. A value withheld from the model
 (secret_shapes.py) is neither matched by an edit's old_str nor shown by its result.
 """
@@ -18,11 +18,11 @@ import stat
 from collections import Counter
 from pathlib import Path
 
+from harness.common.counting import count
 from harness.common.redaction import REDACTED
+from harness.common.seam_types import ToolError
 from harness.common.secret_shapes import marker_in, masked, unmasked, withheld_values
-from harness.common.words import count
-from harness.sandbox import ToolError
-from harness.sandbox.documents import (
+from harness.common.text_files import (
     LINE_BREAK,
     EditRefused,
     decode,
@@ -30,7 +30,8 @@ from harness.sandbox.documents import (
     keep_final_newline,
     split_lines,
 )
-from harness.sandbox.edits import (
+from harness.files.acts_later import acts_later
+from harness.files.edits import (
     check_python_edit,
     describe_change,
     describe_every,
@@ -38,9 +39,8 @@ from harness.sandbox.edits import (
     replace_once,
     unified_diff,
 )
-from harness.sandbox.later import acts_later
-from harness.sandbox.search import suggest_paths
-from harness.sandbox.workspace import Workspace
+from harness.files.search import suggest_paths
+from harness.files.workspace import Workspace
 
 READ_MAX_FILE_BYTES = 50_000_000  # read_file loads the whole file; past this, head/tail/grep do better
 EDIT_MAX_BYTES = 1_000_000  # files larger than this are not edited: a whole-file rewrite is not cheap to check

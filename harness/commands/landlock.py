@@ -7,7 +7,7 @@ python; the key read from the agent's .env. Codex CLI and Claude Code answer wit
 does this module, with the standard library alone (`ctypes`, the Landlock and seccomp system calls).
 
 The agent builds one Landlock ruleset per session (`Boundary.ruleset`) and a seccomp program (seccomp.py), and
-the tether (tether.py) enters both in the command's own process, capabilities dropped, before it runs the shell:
+the tether (lifetime.py) enters both in the command's own process, capabilities dropped, before it runs the shell:
 the command and everything it starts are inside, the agent stays outside. Inside,
   - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
     private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
@@ -23,9 +23,9 @@ the command and everything it starts are inside, the agent stays outside. Inside
     and the kernel's keyrings; no capability, even as root, and no set-user-ID gain (no_new_privs).
 Each right exists from some Landlock ABI on (truncate from 3, TCP from 4, device ioctl from 5, scopes from 6):
 what this kernel has is enforced, and `Boundary.summary` says what that is, for the start line and /sandbox;
-refusals.py tells the model, after a command, which wall it met.
+refusal_notes.py tells the model, after a command, which wall it met.
 Landlock covers content and names while the command runs; what holds after it (modes and times outside, Unix
-socket files, processes left running, git's hooks and config) is namespaces.py's, tether.py's and look.py's.
+socket files, processes left running, git's hooks and config) is namespaces.py's, lifetime.py's and look.py's.
 """
 
 from __future__ import annotations
@@ -40,10 +40,17 @@ import tempfile
 import weakref
 from pathlib import Path
 
-from harness.sandbox.namespaces import INSTRUCTION_FILES, SHARED_MEMORY, close, git_parts, namespaces_work, \
-    remove_left_behind, unix_sockets
-from harness.sandbox.seccomp import seccomp_program
-from harness.sandbox.secret_files import is_secret
+from harness.commands.namespaces import (
+    INSTRUCTION_FILES,
+    SHARED_MEMORY,
+    close,
+    git_parts,
+    namespaces_work,
+    remove_left_behind,
+    unix_sockets,
+)
+from harness.commands.seccomp import seccomp_program
+from harness.files.secret_files import is_secret
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
 CREATE_RULESET, ADD_RULE = 444, 445  # and restrict_self, 446, which the tether calls
@@ -70,7 +77,7 @@ SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAI
 def abi_version() -> int:
     """The Landlock ABI this kernel offers (1 to 7 so far); 0 where there is none (not Linux, too old, off)."""
     if not sys.platform.startswith("linux") or not all(hasattr(os, name) for name in ("O_PATH", "killpg")):
-        return 0  # not Linux, or a Python without what the boundary is built and entered with (tether.py)
+        return 0  # not Linux, or a Python without what the boundary is built and entered with (lifetime.py)
     try:
         version = syscall(CREATE_RULESET, None, 0, CREATE_RULESET_VERSION)
     except OSError:  # ENOSYS: older than 5.13; EOPNOTSUPP: built in but turned off at boot
@@ -106,7 +113,7 @@ class Boundary:
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
         self.shm: Path | None = None  # ... and beside it, what commands see as /dev/shm inside the namespaces
         self.held: dict[str, int | None] = {"fd": None}  # the ruleset's file descriptor, once built
-        # The walls after the command (tether.py's namespaces): where this kernel lets a process make them.
+        # The walls after the command (lifetime.py's namespaces): where this kernel lets a process make them.
         self.namespaces = namespaces_work() if namespaces is None and self.abi else bool(namespaces and self.abi)
         self.own_code: list[Path] = []  # plainagent's own files where commands write: read-only to them
 
@@ -151,7 +158,7 @@ class Boundary:
                 f"workspace may change{sockets}")
 
     def walls(self) -> list[str]:
-        """The tether's WALLS (tether.py's namespaces) for the next command; none where the kernel makes none."""
+        """The tether's WALLS (lifetime.py's namespaces) for the next command; none where the kernel makes none."""
         if not self.namespaces:
             return []
         walls = [f"w:{folder}" for folder in self.writable() if folder != Path(SHARED_MEMORY)]

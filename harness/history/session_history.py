@@ -26,7 +26,7 @@ every request after that fails. `SessionHistory` has the bare history's `message
   - takes a reply cut off where the window ended (finish_reason "length", the window full) the same way: the
     window or the estimate corrected, more room kept for the reply, compacted, the turn asked again;
   - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
-`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/model.py). Nothing here talks
+`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/session_model.py). Nothing here talks
 to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
@@ -36,9 +36,11 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
+from harness.common.counting import count, size_in_bytes
 from harness.common.redaction import Secret
-from harness.common.words import count
-from harness.history.budget import Budget, size_in_bytes, stated_prompt, window_refusal
+from harness.common.seam_types import ChatError, Reply
+from harness.common.text_files import split_lines
+from harness.history.budget import Budget, stated_prompt, window_refusal
 from harness.history.compaction import (
     COMPACT_TO,
     SUMMARY_PROMPT,
@@ -48,9 +50,7 @@ from harness.history.compaction import (
     summarize_older,
 )
 from harness.history.transcript import Transcript
-from harness.model.replies import ChatError, Reply
 from harness.parser.toolcalls import opens_call
-from harness.sandbox.documents import split_lines
 from prompt import render_result, render_results
 
 
