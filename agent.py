@@ -49,7 +49,7 @@ if __name__ == "__main__":
 import prompt  # the words the model reads
 from harness.cli.commands import answered, repl
 from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task, writable_by_commands
-from harness.cli.display import LiveReply, indented, log, show_answer, show_start
+from harness.cli.display import ActivityLog, LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user
 from harness.commands.guard import DEFAULT_RULES, parse_rules
@@ -64,7 +64,7 @@ from harness.history.transcript import Loaded, SubagentTranscript, Transcript, T
 from harness.model.client import Client
 from harness.model.session_model import SessionModel
 from harness.modes.permissions import Permissions, describe_mode
-from harness.parser.toolcalls import parse_reply
+from harness.parser.toolcalls import opens_call, parse_reply
 from tools import TOOLS, CallResult, Toolbox
 
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
@@ -210,7 +210,7 @@ class Session:
 
     def resume(self, loaded: Loaded | None) -> None:
         """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
-        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):  # abruptly
+        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens, opens_call):  # abruptly
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
         self.notes += loaded.notes if loaded else []  # what changed meanwhile (the mode, say)
 
@@ -229,7 +229,7 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     """Each seam in its armour: the tools in the mode, the history inside the budget and recorded, the model
     shown as it streams and kept inside the window (it fits the history before each request)."""
     permissions = permissions or Permissions(config.mode, fetch=config.fetch)
-    tools = Toolbox(workspace, permissions, log=log)
+    tools = Toolbox(workspace, permissions, activity=ActivityLog(log))
     history = SessionHistory([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret)
     model = SessionModel(client, display, history, tokens)
     history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
@@ -247,7 +247,7 @@ def run_subagent(parent: Session, task: str) -> str:
     permissions = Permissions("read-only", subagent=True)
     helper = build_session(config, parent.model.client, replace(parent.tools.workspace, confirm=permissions),
                            permissions, parent.instructions, SubagentTranscript(parent.history.transcript),
-                           log=indented(parent.tools.log), tokens=parent.model.tokens)
+                           log=indented(parent.tools.activity.log), tokens=parent.model.tokens)
     try:
         return helper.run(prompt.SUBAGENT_TASK.format(task=task))
     except KeyboardInterrupt:

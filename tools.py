@@ -24,8 +24,8 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from harness.cli.display import describe_args, outcome, summarize
 from harness.commands.guard import denied_by, refusal
 from harness.commands.shell import run_shell
 from harness.common.counting import count
@@ -224,7 +224,7 @@ class Toolbox:
     workspace: Workspace
     permissions: Permissions = field(default_factory=Permissions)  # the mode: which tools are offered
     subagent: Callable[[str], str] | None = None  # runs a delegate call's task in a fresh loop; None: no delegate
-    log: Callable[[str], None] = lambda line: None  # the activity log: each call, and how it ended
+    activity: Activity | None = None  # the user's side, shown each call and how it ended; None: nobody
 
     @property
     def names(self) -> list[str]:
@@ -239,16 +239,20 @@ class Toolbox:
             refusal = format_error(call.problem)
         refusal = refusal or check_args(call.name, call.args) or self.permissions.refusal(call.name)
         if refusal is not None:  # it may quote the model's line, and that may hold the key: blanked like any result
-            refusal = self.workspace.redact(refusal)
-            first = refusal.splitlines()[0]  # an argument's problem names the tool already: say it once
-            named = first.startswith(call.name) or call.name == "?"  # "?": a call whose tool could not be read
-            self.log(f"✗ {first}" if named else f"✗ {call.name}: {first}")
-            return CallResult(call.name, call.args, False, refusal)
-        self.log(f"→ {call.name}({describe_args(call.args)})")
-        result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)
-        self.log(f"  {outcome(call.name, result.ok, result.output)}: {summarize(result.output, whole=not result.ok)}")
+            result = CallResult(call.name, call.args, False, self.workspace.redact(refusal))
+        else:
+            if self.activity:
+                self.activity.started(call)
+            result = run_tool(self.workspace, call.name, call.args, subagent=self.subagent)
+        if self.activity:
+            self.activity.ended(result, ran=refusal is None)
         result.seconds = time.monotonic() - started
         return result
+
+
+class Activity(Protocol):  # what the toolbox tells the user's side: cli/display.py's ActivityLog
+    def started(self, call: ToolCall) -> None: ...
+    def ended(self, result: CallResult, ran: bool) -> None: ...  # ran: False for a call refused before it ran
 
 
 def parameters(tool: Callable) -> list[inspect.Parameter]:

@@ -27,6 +27,7 @@ import requests
 import responses
 
 import tools
+from harness.cli.display import ActivityLog
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
 from harness.files.workspace import Workspace
@@ -272,7 +273,7 @@ def edit_not_found(tmp_path: Path) -> list[str]:
     """What the activity log shows, and the result the model reads, for an old_str not in the file."""
     (tmp_path / "greet.py").write_bytes(b'def greet(name):\n    return "Helo, " + name\n')
     lines: list[str] = []
-    toolbox = tools.Toolbox(Workspace(tmp_path), log=lines.append)
+    toolbox = tools.Toolbox(Workspace(tmp_path), activity=ActivityLog(lines.append))
     reply = 'tool: edit_file({"path": "greet.py", "old_str": "return \\"Helo \\" + name", ' \
             '"new_str": "return \\"Hello, \\" + name"})'
     result = toolbox.run(parse_reply(reply, toolbox.names).calls[0])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tools
+from harness.cli.display import ActivityLog
 from harness.common.redaction import Secret
 from harness.files import open_beneath, read_and_edit, search
 from tools import TOOLS, Workspace, check_args, run_tool
@@ -757,7 +758,7 @@ def test_an_edit_approved_after_the_user_changed_the_file_writes_nothing_and_say
     full = write(ws, "notes.txt", b"one\ntwo\n")
     answering(ws, lambda: full.write_bytes(b"one\ntwo\nthe user's line\n"))
     lines = []
-    result = tools.Toolbox(ws, log=lines.append).run(tools.ToolCall("edit_file", {
+    result = tools.Toolbox(ws, activity=ActivityLog(lines.append)).run(tools.ToolCall("edit_file", {
         "path": "notes.txt", "old_str": "two", "new_str": "2"}))
     assert not result.ok and result.output == (
         "notes.txt was not written: it changed after it was read for this edit (by you or another program, e.g. "

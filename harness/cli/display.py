@@ -271,6 +271,26 @@ class Spinner:
 # --- the activity log: what runs, on stderr, one line each ---
 
 
+class ActivityLog:
+    """The activity log of the tools' calls (tools.py's Toolbox tells it): a line as each call starts, and one for
+    how it ended; a call refused before it ran, one line with the reason."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+
+    def started(self, call) -> None:
+        self.log(f"→ {call.name}({describe_args(call.args)})")
+
+    def ended(self, result, ran: bool) -> None:
+        if ran:
+            self.log(f"  {outcome(result.name, result.ok, result.output)}: "
+                     f"{summarize(result.output, whole=not result.ok)}")
+            return
+        first = result.output.splitlines()[0]  # an argument's problem names the tool already: say it once
+        named = first.startswith(result.name) or result.name == "?"  # "?": a call whose tool could not be read
+        self.log(f"✗ {first}" if named else f"✗ {result.name}: {first}")
+
+
 def describe_args(args: dict) -> str:
     """A call's arguments on one short line, for the activity log: cut once escaped, so that a run of invisible
     characters (each shown as six, `\\u200b`) cannot make it a screenful."""

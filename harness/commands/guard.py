@@ -153,8 +153,10 @@ def refusal(rule: Rule) -> str:
 # --- judging a command line ---
 
 
-def denied_by(command: str, rules: list[Rule], cwd: str | None = None) -> Rule | None:
-    """The first rule the command line matches, or None. `cwd`: where it runs (the workspace root)."""
+def denied_by(command: str, rules: list[Rule] | None, cwd: str | None = None) -> Rule | None:
+    """The first rule the command line matches, or None. `rules`: None for DEFAULT_RULES; `cwd`: where it runs
+    (the workspace root)."""
+    rules = DEFAULT_RULES if rules is None else rules
     try:
         line = read(command, cwd or os.getcwd(), {"PWD": cwd or os.getcwd()}, [])
     except TooComplex as why:

@@ -37,11 +37,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.commands.guard import DEFAULT_RULES, Rule
-from harness.commands.history_keeper import HistoryKeeper
-from harness.commands.landlock import Boundary
-from harness.commands.look import Look
 from harness.common.directories import config_dir, state_dir
 from harness.common.redaction import Secret
 from harness.common.seam_types import ToolError
@@ -50,6 +47,13 @@ from harness.files import open_beneath
 from harness.files.ignore_rules import IgnoreRules, skip_dir
 from harness.files.open_beneath import Changed
 from harness.files.secret_files import is_secret
+from harness.modes.permissions import Confirm
+
+if TYPE_CHECKING:  # what the workspace carries for commands (harness/commands/), which use it: named, not imported
+    from harness.commands.guard import Rule
+    from harness.commands.history_keeper import HistoryKeeper
+    from harness.commands.landlock import Boundary
+    from harness.commands.look import Look
 
 OWN = "plainagent's own files: not read"  # the note a listing shows, and the reason of the refusal
 
@@ -61,11 +65,6 @@ class PathRefused(ToolError):
         super().__init__(message)
         self.reason = reason
 
-
-# Answers the user's question before a write or a command: (kind, title, preview, why) -> None to go ahead,
-# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch"; `why` is "" but
-# for an edit that acts later (acts_later.py): it says why that edit is asked in every mode.
-Confirm = Callable[[str, str, str, str], "str | None"]
 
 
 @dataclass
@@ -98,7 +97,7 @@ class Workspace:
     secret: Secret = field(default_factory=Secret)  # the session's key (a str is taken too): out of results and
     # commands' environment
     journal: list[Write] = field(default_factory=list)  # every write, oldest first
-    deny_rules: list[Rule] = field(default_factory=lambda: list(DEFAULT_RULES))  # commands never run (guard.py)
+    deny_rules: list[Rule] | None = None  # commands never run (guard.py); None: its DEFAULT_RULES
     own_files: list[Path | None] = field(default_factory=list)  # plainagent's files elsewhere: a --log transcript
     own: list[str] = field(init=False, repr=False)  # real paths no tool touches (folded): own_files, state, config
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)

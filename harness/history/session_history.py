@@ -50,7 +50,6 @@ from harness.history.compaction import (
     summarize_older,
 )
 from harness.history.transcript import Transcript
-from harness.parser.toolcalls import opens_call
 from prompt import render_result, render_results
 
 
@@ -118,10 +117,12 @@ class SessionHistory:
         self.outputs[len(self.messages)] = (results, notes)
         self.add("user", render_fitted(results, notes, self.results_room()), results=record)
 
-    def resume_from(self, messages: list[dict], results: dict[int, dict], tokens: int | None) -> bool:
+    def resume_from(self, messages: list[dict], results: dict[int, dict], tokens: int | None,
+                    opens_call: Callable[..., bool | None]) -> bool:
         """Carry on a resumed session (--resume): its messages after the system prompt, the calls behind its
         results, and the budget it learnt from a server's window, if lower than ours. True when it had ended
-        abruptly: a request left without a reply, or a reply whose calls never got their results."""
+        abruptly: a request left without a reply, or a reply whose calls never got their results (`opens_call`,
+        the parser's: whether a line opens a call)."""
         self.messages[1:], self.results = messages, results
         if tokens:
             self.budget.tokens = min(tokens, self.budget.tokens)

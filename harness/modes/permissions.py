@@ -25,7 +25,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.files.workspace import Confirm
+
+# Answers the user's question before a write or a command: (kind, title, preview, why) -> None to go ahead,
+# or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch"; `why` is "" but
+# for an edit that acts later (acts_later.py): it says why that edit is asked in every mode.
+Confirm = Callable[[str, str, str, str], "str | None"]
 
 MODES = ("ask", "read-only", "edits", "yes")  # the default first; describe_mode() says what each asks
 # The tools that only read, offered in read-only sessions. An allowlist: a new tool is left out of read-only
