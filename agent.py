@@ -18,8 +18,7 @@ from __future__ import annotations
 import os  # both loaded before this file runs (site needs them): not found again on the path
 import sys
 
-# This folder is first on the import path: a json.py or brotli.py a command put here (the checkout in the workspace)
-# would be imported before, or instead of, the real one. Only prompt, tools and harness are taken from it.
+# This folder is first on the import path, where a command may have put a json.py: only our own modules come from it.
 if __name__ == "__main__" and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(os.path.realpath(__file__)):
     here = sys.path.pop(0)
     from importlib.machinery import PathFinder  # noqa: E402  (the standard library's: this folder is off the path)
@@ -57,7 +56,7 @@ from harness.commands.history_keeper import HistoryKeeper, git_folder
 from harness.commands.look import Look
 from harness.common.own_code import CHECKOUT, load_everything
 from harness.common.programs import distrust, is_writable
-from harness.common.seam_types import BadCall, ChatError, Reply, ToolCall, ToolError
+from harness.common.seam_types import BadCall, Reply, TaskEnded, ToolCall, ToolError
 from harness.files.workspace import Workspace
 from harness.history.session_history import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
@@ -70,17 +69,19 @@ from tools import TOOLS, CallResult, Toolbox
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
+# Exit codes (--help lists them): a task failed (TaskEnded, or a bug), a usage or settings error, Ctrl-C; beside
+# 0, answered, and 3, answered but a write or command was refused with nobody to ask (cli/commands.py answered).
+FAILED, USAGE, INTERRUPTED = 1, 2, 130
 
 
-# --- the four seams: what the loop needs of each part (the parser is a function, parse_reply; the tools are one
-# class, tools.py's Toolbox: `names` for the parser, `run(call) -> CallResult`) ---
+# --- the four seams: what the loop needs of each (the parser is parse_reply; the tools, tools.py's Toolbox) ---
 
 
-class Model(Protocol):  # harness/model/bare.py's BareModel (one POST); a session's harness/model/session_model.py SessionModel
+class Model(Protocol):  # model/bare.py's BareModel: one POST; a session's SessionModel wraps it (session_model.py)
     def chat(self, messages: list[dict]) -> Reply: ...
 
 
-class History(Protocol):  # BareHistory, below; a session's harness/history/session_history.py SessionHistory
+class History(Protocol):  # BareHistory, below; a session's SessionHistory (history/session_history.py)
     messages: list[dict]  # what the model is sent: system prompt, then user and assistant turns
     def add(self, role: str, content: str) -> None: ...
     def add_results(self, results: list[CallResult], notes: list[str]) -> None: ...
@@ -127,7 +128,7 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watchdog: Watchdo
 
 class BareHistory:
     """The bare history: the conversation as the model is sent it, one list that is only appended to. (A
-    session's is harness/history/session_history.py's `SessionHistory`: the same, kept inside a token budget and recorded.)"""
+    session's, history/session_history.py's `SessionHistory`, is the same, kept inside a token budget and recorded.)"""
 
     def __init__(self, system_prompt: str):
         self.messages = [{"role": "system", "content": system_prompt}]
@@ -136,8 +137,7 @@ class BareHistory:
         self.messages.append({"role": role, "content": content})
 
     def add_results(self, results: list[CallResult], notes: list[str]) -> None:
-        """One user message answers a reply: its notes, then one framed result per call, in order:
-        `tool_result(read_file) <<END`, the output as the tool gave it, `END` (prompt.py: the marker never in it)."""
+        """One user message answers a reply: its notes, then each call's result framed, in order (prompt.py)."""
         self.add("user", prompt.render_results([prompt.render_result(r.name, r.ok, r.output) for r in results], notes))
 
 
@@ -162,7 +162,7 @@ class Watchdog:
         return prompt.REPEATED.format(n=MAX_REPEATS) if looping else None
 
 
-class TaskStopped(Exception):
+class TaskStopped(TaskEnded):
     """The loop ended without an answer (step limit, unreadable replies); the message says what to do."""
 
 
@@ -180,9 +180,9 @@ class AnswerIncomplete(TaskStopped):
 @dataclass
 class Session:
     config: Config
-    model: SessionModel  # harness/model/session_model.py: the client, its reply shown as it streams, its tokens counted
+    model: SessionModel  # model/session_model.py: the client, its reply shown as it streams, its tokens counted
     tools: Toolbox  # tools.py: the tools the mode offers, run in the workspace
-    history: SessionHistory  # harness/history/session_history.py: the conversation, kept inside the budget and recorded
+    history: SessionHistory  # history/session_history.py: the conversation, kept inside the budget and recorded
     instructions: list[Instructions] = field(default_factory=list)  # AGENTS.md files, in the system prompt
     notes: list[str] = field(default_factory=list)  # for the model with the next task: what it has not seen yet
 
@@ -210,7 +210,7 @@ class Session:
 
     def resume(self, loaded: Loaded | None) -> None:
         """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
-        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens, opens_call):  # abruptly
+        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens, opens_call):
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
         self.notes += loaded.notes if loaded else []  # what changed meanwhile (the mode, say)
 
@@ -253,7 +253,7 @@ def run_subagent(parent: Session, task: str) -> str:
     except KeyboardInterrupt:
         raise ToolError("The user interrupted the sub-agent (Ctrl-C) before it answered. Ask the user how to go "
                         "on before delegating again.") from None
-    except (TaskStopped, ChatError) as error:  # its step limit, unreadable calls, no answer, a failed request
+    except TaskEnded as error:  # its step limit, unreadable calls, no answer, a failed request
         reason = str(error).split(" (--max-steps")[0].rstrip(".")
         raise ToolError(f"The sub-agent ended without an answer: {reason}. Give it a narrower task, or read the "
                         "files yourself.") from None
@@ -277,9 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
         log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything
-        return 2
+        return USAGE
     except KeyboardInterrupt:  # while asked about a project's .env, or reading the task from stdin
-        return 130
+        return INTERRUPTED
     client = Client(config.base_url, config.api_key.value, config.model, stop=config.stop, stream=config.stream,
                     log=log, **config.waits())  # the key goes in the header; all else asks config.api_key to blank it
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
@@ -298,32 +298,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def attempt(session: Session, task: str) -> int:
-    """Run a task and report how it ended, in one line: where the loop's endings are caught for the user (a
-    sub-agent's are caught by run_subagent, for its delegate call)."""
+    """Run a task and say how it ended, in one line: every way a task ends is caught here, and becomes its exit
+    code (a sub-agent's endings are caught by run_subagent: they are its delegate call's result)."""
     try:
         answer = session.run(task)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # Ctrl-C: the calls that ran kept their results (run_calls)
         log("Interrupted.")
         session.record_ending("The user interrupted that task.")
-        return 130
-    except Exception as error:  # the loop's endings (ChatError, TaskStopped), or a bug of ours: one line each
-        display, ending = session.model.display, isinstance(error, (ChatError, TaskStopped))
+        return INTERRUPTED
+    except Exception as error:  # the family, TaskEnded (a failed request, the step limit, ...), or a bug of ours
+        workspace, display = session.tools.workspace, session.model.display
         if (partial := getattr(error, "partial", "")) and not (display and display.showed(partial)):
-            log(session.tools.workspace.redact(partial))
-        line = session.tools.workspace.redact(str(error))  # a server may echo the key back
-        line = line if ending else f"internal error, please report it: {type(error).__name__}: {line}"
+            log(workspace.redact(partial))  # what the model wrote, unless it was seen as it streamed
+        line = workspace.redact(str(error))  # a server may echo the key back
+        if not isinstance(error, TaskEnded):
+            line = f"internal error, please report it: {type(error).__name__}: {line}"
         log(f"plainagent: {line}")
         session.record_ending(f"That task failed: {line}")  # the REPL session goes on
-        return 1
+        return FAILED
     show_answer(answer, session.model.display)  # on stdout, unless it was seen as it streamed
-    return answered(session)  # the token line; 3 if a write or command was refused for want of anyone to ask
+    return answered(session)  # the token line, and 0 (or 3: a write or command refused with nobody to ask)
 
 
 if __name__ == "__main__":
     try:
         sys.exit(main())
     except KeyboardInterrupt:  # a second Ctrl-C while the first was being handled
-        sys.exit(130)
+        sys.exit(INTERRUPTED)
     except BrokenPipeError:  # stdout was closed early (`... | head`): nobody is left to tell
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        sys.exit(FAILED)

@@ -13,7 +13,7 @@ from frames import read_results
 import agent
 from agent import TaskStopped, build_session, main
 from harness.cli.config import Config, ConfigError, is_local, load_config
-from harness.model.client import Reply
+from harness.common.seam_types import Reply
 from prompt import NOT_RUN, render_system_prompt
 from tools import TOOLS, Workspace
 
@@ -372,7 +372,7 @@ class FailingModel(ScriptedModel):
 
 
 def test_a_failed_request_is_noted_and_the_history_stays_well_formed(tmp_path, capsys):
-    from harness.model.client import ChatError
+    from harness.common.seam_types import ChatError
     model = FailingModel("tool: list_files()", Reply(ChatError("502 from http://x/v1/chat/completions: Bad Gateway")),
                          "Second answer.")
     session = build_session(Config(model="m"), model, Workspace(tmp_path))

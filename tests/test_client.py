@@ -15,7 +15,9 @@ import responses
 from fake_endpoint import FakeEndpoint, stream_events
 from fake_endpoint import completion as fake_completion
 
-from harness.model.client import ChatError, Client, chat_url, retry_after
+from harness.common.seam_types import ChatError
+from harness.model.bare import chat_url
+from harness.model.client import Client, retry_after
 
 BASE = "https://api.example.com/v1"
 URL = BASE + "/chat/completions"

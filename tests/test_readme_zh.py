@@ -27,11 +27,13 @@ import requests
 import responses
 
 import tools
-from harness.cli.display import ActivityLog
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
+from harness.cli.display import ActivityLog
+from harness.common.seam_types import ChatError
 from harness.files.workspace import Workspace
-from harness.model.client import ChatError, Client, chat_url
+from harness.model.bare import chat_url
+from harness.model.client import Client
 from harness.parser.toolcalls import parse_reply
 
 ROOT = Path(__file__).resolve().parent.parent

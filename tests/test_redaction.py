@@ -10,9 +10,9 @@ import agent
 from agent import build_session
 from harness.cli.config import Config
 from harness.common.redaction import leaks, redact
+from harness.common.seam_types import ChatError, Reply
 from harness.files.workspace import Workspace
 from harness.history.transcript import Transcript, load
-from harness.model.client import ChatError, Reply
 
 LONG_KEY = "sk-proj-0123456789abcdefABCDEF"
 # Placeholders local servers take (Ollama, vLLM, LM Studio): no secret, and words a task may well hold.

@@ -7,13 +7,13 @@ import random
 import pytest
 
 from harness.common.counting import MESSAGE_OVERHEAD
+from harness.common.seam_types import ChatError, Reply
 from harness.history import compaction
 from harness.history import session_history as context_module
 from harness.history.budget import Budget, stated_prompt, window_refusal
 from harness.history.compaction import SUMMARY_ACK, SUMMARY_HEAD, SUMMARY_PROMPT
 from harness.history.session_history import SessionHistory, fit_outputs
 from harness.history.transcript import Transcript, load
-from harness.model.client import ChatError, Reply
 from harness.model.session_model import SessionModel
 from tools import CallResult
 

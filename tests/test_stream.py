@@ -9,7 +9,8 @@ from fake_endpoint import FakeEndpoint, completion, stream_events
 
 from harness.cli.args import parse_args
 from harness.cli.config import ConfigError, load_config
-from harness.model.client import ChatError, Client
+from harness.common.seam_types import ChatError
+from harness.model.client import Client
 from harness.model.stream import Event, StreamCut, StreamError, read_events, read_lines, read_stream
 
 MESSAGES = [{"role": "user", "content": "hi"}]

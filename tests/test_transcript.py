@@ -10,6 +10,7 @@ import pytest
 
 from agent import Session, build_session
 from harness.cli.config import Config
+from harness.common.seam_types import Reply
 from harness.history.transcript import (
     Transcript,
     TranscriptError,
@@ -19,7 +20,6 @@ from harness.history.transcript import (
     sessions_dir,
     state_dir,
 )
-from harness.model.client import Reply
 from tools import Workspace, read_file
 
 KEY = "sk-transcript-secret-42"

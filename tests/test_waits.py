@@ -17,7 +17,7 @@ from test_e2e_terminal import Screen
 from test_stream import MESSAGES, make_client
 
 from harness.cli.config import Config, ConfigError, load_config
-from harness.model.client import ChatError
+from harness.common.seam_types import ChatError
 
 WAIT = 0.3  # seconds: the wait a test sets, a fraction of a second
 

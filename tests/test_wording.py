@@ -11,10 +11,11 @@ from harness.cli.commands import is_command, run_slash_command
 from harness.cli.config import ConfigError, load_config
 from harness.cli.display import summarize
 from harness.commands import shell
+from harness.common.seam_types import ChatError
 from harness.files.workspace import Workspace
 from harness.history.compaction import describe_removed
 from harness.history.session_history import SessionHistory, cut
-from harness.model.client import ChatError, Client
+from harness.model.client import Client
 from harness.modes.permissions import Permissions
 from harness.parser.toolcalls import parse_reply
 from tools import CallResult, check_args, run_tool

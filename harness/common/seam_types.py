@@ -1,13 +1,20 @@
-"""What the seams hand each other through the loop, so that none of them imports another: the model's Reply
-(and ChatError, when a model call fails), the parser's ToolCall and BadCall, and the one error a tool raises
-(ToolError, which the toolbox turns into an error result)."""
+"""What the seams hand each other through the loop, so that none of them imports another: the model's Reply, the
+parser's ToolCall and BadCall, the one error a tool raises (ToolError, which the toolbox turns into an error
+result), and the ending a seam can bring about (ChatError: a model call failed), of the family agent.py catches
+(TaskEnded)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 
-class ChatError(Exception):
+class TaskEnded(Exception):
+    """A task ended without an answer; str(error) is the one line the user sees (and a sub-agent's parent reads).
+    The family: ChatError (a model call failed), and agent.py's TaskStopped (the loop stopped) and AnswerIncomplete
+    (the model stopped without an answer); agent.py's `attempt` catches them all, in one place, and exits 1."""
+
+
+class ChatError(TaskEnded):
     """A model call failed; str(error) is the one line to show the user.
 
     `status`, `detail` (the server's own words) and `body` (its JSON, if any) are set for an HTTP error

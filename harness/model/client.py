@@ -22,6 +22,7 @@ import urllib3
 from harness.common.hosts import hide_credentials, is_loopback, shown_url
 from harness.common.seam_types import ChatError, Reply
 from harness.common.text_files import repaired
+from harness.model.bare import BareModel
 from harness.model.replies import (
     describe_connection_error,
     error_body,
@@ -46,20 +47,9 @@ MODEL_NOT_FOUND = re.compile(r"model_not_found|model\b.{0,80}\b(?:does not exist
 OPTIONAL_PARAMETERS = ("stream_options", "stop")
 
 
-def chat_url(base_url: str) -> str:
-    """Apply the base URL rule: keep the user's path, strip '/' and a pasted '/chat/completions', append it,
-    before any query (Azure's `?api-version=`); a fragment, which never reaches a server, is dropped.
-
-    >>> chat_url("http://localhost:11434/v1/chat/completions/"), chat_url("https://r.example/d?api-version=1")
-    ('http://localhost:11434/v1/chat/completions', 'https://r.example/d/chat/completions?api-version=1')
-    """
-    scheme, netloc, path, query, _ = urlsplit(base_url.strip())
-    path = path.rstrip("/").removesuffix("/chat/completions")
-    return urlunsplit((scheme, netloc, path + "/chat/completions", query, ""))
-
-
-class Client:
-    """Talks to one OpenAI-compatible endpoint for the whole session."""
+class Client(BareModel):
+    """The bare model's request (bare.py: `request`, to `endpoint`, with `headers`), sent to one OpenAI-compatible
+    endpoint for the whole session: on one connection, retried, streamed, within deadlines."""
 
     def __init__(
         self,
@@ -86,10 +76,13 @@ class Client:
         sleep: Callable[[float], None] = time.sleep,
         log: Callable[[str], None] = lambda line: None,
     ):
-        self.endpoint = chat_url(base_url)  # where requests go, with any credentials the base URL carries
+        if api_key and not (api_key.isascii() and api_key.isprintable()):
+            # A header carries ASCII only: a pasted "…" or line break would fail every call, deep in http.client.
+            raise ValueError("OPENAI_API_KEY contains a character that cannot be sent in an HTTP header "
+                             "(a pasted '…', a space or a line break?); copy the key again")
+        super().__init__(base_url, api_key, model)  # endpoint (with any credentials the base URL carries), headers
         self.url = shown_url(self.endpoint)  # the address as every line names it: without them
         self.base_url = base_url
-        self.model = model  # /model changes it between requests
         self.timeout = (connect_timeout, read_timeout)
         self.first_byte_timeout = first_byte_timeout
         self.deadline = deadline
@@ -106,12 +99,7 @@ class Client:
         self.session.headers["User-Agent"] = "plainagent/0.1"
         if is_loopback(self.endpoint):  # a server on this machine: no proxy from the environment stands between
             self.session.trust_env = False
-        if api_key:  # local servers (Ollama, LM Studio) run without one; then no Authorization header
-            if not (api_key.isascii() and api_key.isprintable()):
-                # A header carries ASCII only: a pasted "…" or line break would fail every call, deep in http.client.
-                raise ValueError("OPENAI_API_KEY contains a character that cannot be sent in an HTTP header "
-                                 "(a pasted '…', a space or a line break?); copy the key again")
-            self.session.headers["Authorization"] = f"Bearer {api_key}"
+        self.session.headers.update(self.headers)  # the key, if any: local servers (Ollama, LM Studio) run without
 
     def chat(self, messages: list[dict], on_delta: Callable[[str, str], None] | None = None) -> Reply:
         """Send the conversation, return the assistant's reply, or raise ChatError with one clear line.
@@ -120,7 +108,7 @@ class Client:
         ("restart", "") before the request is sent again after a failed attempt; before each attempt ("waiting",
         what it waits for: 'waiting for the first byte from localhost:8080 (up to 120 s)').
         """
-        body: dict = {"model": self.model, "messages": messages, **self.parameters(self.model)}
+        body: dict = {**self.request(messages), **self.parameters(self.model)}  # the bare request, and the options
         try:
             response = self._post_with_retries(body, on_delta)
             while response.status_code == 400 and (rejected := rejected_parameter(body, response)):

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
 # Answers the user's question before a write or a command: (kind, title, preview, why) -> None to go ahead,
 # or the reason for refusing ("" when the user gave none). kind is "edit", "command" or "fetch"; `why` is "" but
 # for an edit that acts later (acts_later.py): it says why that edit is asked in every mode.
