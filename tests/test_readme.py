@@ -46,8 +46,8 @@ def defined_names(path: Path) -> set[str]:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            names.update(target.id for target in getattr(node, "targets", [getattr(node, "target", None)])
-                         if isinstance(target, ast.Name))
+            names.update(name.id for target in getattr(node, "targets", [getattr(node, "target", None)])
+                         for name in ast.walk(target) if isinstance(name, ast.Name))
         if isinstance(node, ast.ClassDef):
             for member in ast.walk(node):
                 if isinstance(member, ast.FunctionDef):
@@ -88,11 +88,11 @@ def test_every_function_and_class_the_tour_names_is_defined(name):
 
 def test_the_tour_names_the_loop_and_its_four_seams():
     readme_tour = set(re.findall(r"`([^`\n]+)`", section("Read the code in 20 minutes")))
-    seams = {"Model", "History", "Toolbox", "BareHistory", "BareModel.chat", "parse_reply", "read_call", "check_args",
-             "run_tool"}
+    seams = {"Model", "History", "Toolbox", "BareHistory", "BareModel", "parse_reply", "read_call", "check_args",
+             "run_tool", "attempt", "main"}
     assert seams <= readme_tour
     assert {"agent.py", "prompt.py", "tools.py", "harness/model/bare.py", "harness/parser/toolcalls.py"} <= readme_tour
-    assert seams <= set(NAMES) | {"Model", "History", "Toolbox"}
+    assert seams <= set(NAMES) | {"Model", "History", "Toolbox", "attempt", "main"}
 
 
 def test_the_loop_shown_is_run_task_as_agent_py_has_it():
@@ -196,21 +196,43 @@ def test_every_setting_and_flag_is_documented():
     assert sorted(variable for variable in ENV_VARS.values() if f"`{variable}" not in documented) == []
 
 
-def test_the_tours_line_ranges_start_where_it_says_and_add_up():
-    """'`agent.py` from `MAX_FORMAT_ERRORS` ... (lines 52–156)': line 52 of agent.py holds MAX_FORMAT_ERRORS, and
-    the ranges with bare.py and the 86 lines of tools.py come to the 'about N lines' the tour says."""
-    tour = section("Read the code in 20 minutes")
-    ranges = re.findall(r"`([\w/.]+\.py)` from `([^`]+)`.*?\(lines (\d+)–(\d+)\)", tour, re.S)
-    assert len(ranges) == 3
-    lengths = {}
-    for file, start_name, first, last in ranges:
-        lines = (ROOT / file).read_text(encoding="utf-8").splitlines()
-        opening = lines[int(first) - 1:int(first) + 1]  # the line, or a decorator's next one
-        assert any(start_name.split()[-1] in line for line in opening), (file, start_name, first)
-        assert int(last) < len(lines) and not lines[int(last)].strip(), (file, last)  # the range ends a block
-        lengths[file] = int(last) - int(first) + 1
-    bare = len((ROOT / "harness/model/bare.py").read_text(encoding="utf-8").splitlines())
-    assert f"`harness/model/bare.py` ({bare} lines)" in tour
-    lengths["tools.py"] = int(re.search(r"`run_tool` \((\d+) lines in all\)", tour)[1])  # its range, and two more
-    stated = int(re.search(r"you need about (\d+) lines in 4 files", tour)[1])
-    assert abs(sum(lengths.values()) + bare - stated) <= 15, lengths
+def spans_of(path: Path) -> dict[str, int]:
+    """Lines of each top-level definition (decorators included), and of each method as `Class.method`."""
+    spans = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else node.lineno
+        targets = getattr(node, "targets", [getattr(node, "target", None)])
+        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else \
+            [name.id for target in targets if target for name in ast.walk(target) if isinstance(name, ast.Name)]
+        spans.update({name: node.end_lineno - first + 1 for name in names})
+        for member in node.body if isinstance(node, ast.ClassDef) else []:
+            if isinstance(member, ast.FunctionDef):
+                spans[f"{node.name}.{member.name}"] = member.end_lineno - member.lineno + 1
+    return spans
+
+
+def tour_steps(markdown: str, title: str) -> list[tuple[str, list[str]]]:
+    """The tour's numbered steps: (file, the names to read in it), as `1. `agent.py`: `main`, `attempt`, ...`."""
+    steps = re.findall(r"^\d+\. `([\w/.]+\.py)`[:：] *((?:`[\w.]+`[,、]?\s*)+)", section(title, markdown), re.M)
+    return [(file, re.findall(r"`([\w.]+)`", names)) for file, names in steps]
+
+
+def test_the_tour_names_what_to_read_and_says_how_much_that_is():
+    """The tour names definitions, not line numbers (adding a tool shifts no step), and the total it states is
+    counted here from the code: a step that names what a file does not define fails with the file and the name."""
+    steps = tour_steps(README, "Read the code in 20 minutes")
+    assert [file for file, _ in steps] == ["agent.py", "harness/model/bare.py", "harness/parser/toolcalls.py",
+                                           "tools.py"]
+    total = 0
+    for file, names in steps:
+        spans = spans_of(ROOT / file)
+        missing = [name for name in names if name not in spans]
+        assert not missing, f"README.md's tour names {missing} in {file}, which defines no such thing: fix the tour"
+        total += sum(spans[name] for name in names)
+    stated_lines, stated_files = map(int, re.search(r"about (\d+) lines in (\d+) files", README).groups())
+    assert stated_files == len(steps)
+    assert abs(total - stated_lines) <= 10, f"the tour's definitions come to {total} lines; README.md says about " \
+        f"{stated_lines}: write {round(total, -1)} in both READMEs"
+    # The Chinese README walks the same definitions, and says the same number.
+    assert tour_steps(README_ZH, "20 分钟读懂代码") == steps
+    assert re.search(r"大约 (\d+) 行，分布在 (\d+) 个文件", README_ZH).groups() == (str(stated_lines), str(stated_files))

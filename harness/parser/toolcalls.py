@@ -33,7 +33,6 @@ from harness.parser.json_calls import JSON_STYLE, corrected, json_call, json_obj
 from prompt import UNKNOWN_TOOL
 
 MAX_CALLS = 10  # calls run from one reply; more is usually a model that has stopped waiting for results
-
 # What may stand before `tool:` on its line: indentation, list markers, check boxes, quote marks, bold, backticks.
 # Possessive (`*+`): "****" can be split into marks in many ways, and trying them all on a line of 40 underscores
 # (a common separator) would take hours.
@@ -44,26 +43,11 @@ NAME = r"[A-Za-z_]\w*(?:[.-]\w+)*"  # a tool's name: read_file, mcp.fetch-url
 # `tool:` and the name after it: (keyword, name, the '(' opening the arguments if there is one). Markdown may
 # wrap the keyword (`**tool:**`, `**tool**:`, `` `tool:` ``) or the name.
 HEAD = re.compile(rf"(tool){EMPHASIS}:[`*_ \t]*+({NAME})[`*]*[ \t]*(\()?", re.IGNORECASE)
-# The start of a line that the rest of a reply still to come could make a call line: the marks before `tool:`
-# (a list marker or check box still without its blank), the head's words so far, and the blanks after its '('.
-# A line start that no longer matches has its answer from call_head settled: `opens_call` relies on that.
-UNFINISHED_HEAD = re.compile(PREFIX + r"(?:[-*+]|\d+[.)]?|\[(?:[ xX]\]?)?)?"  # a marker without its blank yet
-                             rf"(?:t(?:o(?:o(?:l{EMPHASIS}(?::[`*_ \t]*"  # t, to, too, tool, **tool**:
-                             rf"(?:{NAME}[.-]?[`*]*[ \t]*(?:\([ \t\r\n]*)?)?"  # the name, '(', the blanks after it
-                             r")?)?)?)?)?", re.IGNORECASE)
-MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
-# A known name and its JSON arguments without `tool:`: `read_file({...})`, `read_file {...}`, `read_file: {...}`.
-BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*(?:(\()[ \t]*|:?[ \t]*)(?=\{)")
 # Between two calls on one line: `tool: a({...}); tool: b({...})`, `... && ...`, `... and then ...`, backticks.
 BETWEEN_CALLS = re.compile(r"(?:[ \t;,&`*_]|\b(?:and|then)\b)*")
 # Where a reply stops being the model's own turn: a result line, the protocol's own word. A speaker's name
 # ("User:", "Observation:") is not the protocol, and answers hold such lines ("User: admin (id 1)").
 RESULT_LINE = re.compile(PREFIX + r"(?:tool_result[ \t]*\(|<tool_result>)", re.IGNORECASE)
-# The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
-LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
-ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
-# A line that starts like a call and is not one: after the name, blanks and perhaps a colon before what follows.
-AFTER_NAME = re.compile(r"[`*]*[ \t]*:?[ \t]*")
 INVENTED = ("Your reply went on after your tool calls as if their results had come back; everything from "
             "that point was discarded. Wait for the real results.")
 INVENTED_ALONE = ("Your reply wrote a tool result itself, though it called no tool; everything from that point was "
@@ -181,7 +165,34 @@ def read_call(text: str, head: re.Match, tool_names: list[str],
     return ToolCall(name, args, repair), end
 
 
+def end_of_line(text: str, position: int) -> int:
+    """Index of the line break ending the line that holds `position`, or the end of the text."""
+    found = LINE_BREAK.search(text, position)
+    return found.start() if found else len(text)
+
+
+def next_line(text: str, line_end: int) -> int:
+    """Where the line after the one ending at `line_end` starts."""
+    return line_end + (2 if text.startswith("\r\n", line_end) else 1)
+
+
 # --- the tolerance: reasoning, calls as they stream in, lines that only look like calls, mentions ---
+
+# The start of a line that the rest of a reply still to come could make a call line: the marks before `tool:`
+# (a list marker or check box still without its blank), the head's words so far, and the blanks after its '('.
+# A line start that no longer matches has its answer from call_head settled: `opens_call` relies on that.
+UNFINISHED_HEAD = re.compile(PREFIX + r"(?:[-*+]|\d+[.)]?|\[(?:[ xX]\]?)?)?"  # a marker without its blank yet
+                             rf"(?:t(?:o(?:o(?:l{EMPHASIS}(?::[`*_ \t]*"  # t, to, too, tool, **tool**:
+                             rf"(?:{NAME}[.-]?[`*]*[ \t]*(?:\([ \t\r\n]*)?)?"  # the name, '(', the blanks after it
+                             r")?)?)?)?)?", re.IGNORECASE)
+MENTION = re.compile(r"(?<!\w)" + HEAD.pattern, re.IGNORECASE)
+# A known name and its JSON arguments without `tool:`: `read_file({...})`, `read_file {...}`, `read_file: {...}`.
+BARE_HEAD = re.compile(PREFIX + r"([A-Za-z_]\w*)[ \t]*(?:(\()[ \t]*|:?[ \t]*)(?=\{)")
+# The end of reasoning whose opening tag the server stripped ends its line; `split('</think>')` in an answer does not.
+LEADING_BLANK_LINES = re.compile(rf"\A(?:[ \t]*(?:{LINE_BREAK.pattern}))+")
+ORPHAN_CLOSE = re.compile(r"</think>[ \t]*(?=\r|\n|\Z)")
+# A line that starts like a call and is not one: after the name, blanks and perhaps a colon before what follows.
+AFTER_NAME = re.compile(r"[`*]*[ \t]*:?[ \t]*")
 
 
 def drop_reasoning(reply: str, tool_names: list[str]) -> str:
@@ -269,20 +280,6 @@ def near_call_so_far(line: str, tool_names: Collection[str] | None) -> bool | No
     if args is None or line_end == len(line):  # the object, or its line, is still to come
         return None
     return not line[end:line_end].strip(" \t")
-
-
-# --- lines and what is not a call ---
-
-
-def end_of_line(text: str, position: int) -> int:
-    """Index of the line break ending the line that holds `position`, or the end of the text."""
-    found = LINE_BREAK.search(text, position)
-    return found.start() if found else len(text)
-
-
-def next_line(text: str, line_end: int) -> int:
-    """Where the line after the one ending at `line_end` starts."""
-    return line_end + (2 if text.startswith("\r\n", line_end) else 1)
 
 
 def line_starts(text: str) -> Iterator[int]:
