@@ -94,3 +94,12 @@ def test_each_rooms_map_names_its_modules_and_only_those(room):
     named = set(re.findall(r"\b(\w+\.py)\b", docstring))
     assert modules - named == set(), f"harness/{room}/__init__.py does not name {sorted(modules - named)}"
     assert named - modules == set(), f"harness/{room}/__init__.py names {sorted(named - modules)}, not in {room}/"
+
+
+def test_the_layout_in_how_it_works_names_every_module_of_the_harness():
+    """docs/how-it-works.md's Layout table says what each file holds: every module of the harness has its row."""
+    layout = (ROOT / "docs" / "how-it-works.md").read_text(encoding="utf-8").split("## Layout", 1)[1]
+    rows = set(re.findall(r"^\| `(harness/[\w/]+\.py)` \|", layout, re.MULTILINE))
+    modules = {str(path.relative_to(ROOT)) for path in (ROOT / "harness").rglob("*.py") if path.name != "__init__.py"}
+    assert modules - rows == set(), "add a row to the Layout table of docs/how-it-works.md"
+    assert rows - modules == set(), "the Layout table of docs/how-it-works.md names files that are not there"

@@ -1,5 +1,5 @@
-"""The tether between the agent and a command it runs: on POSIX, the command ends when the agent does, and nothing
-the command started outlives it.
+"""A command's lifetime: the tether, a small process between the agent and each command it runs, starts it inside
+its walls and, on POSIX, ends it when the agent ends, and nothing the command started outlives it.
 
 The failures it prevents: after `kill -9` of the agent, an approved command (a server, a `sleep 1000`) went on
 running with nobody to stop it; a command's `nohup`, `setsid` or double fork outlived the agent, edited files after
