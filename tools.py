@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness.commands.guard import denied_by, refusal
+from harness.commands.guard import denied_by, denied_message
 from harness.commands.shell import run_shell
 from harness.common.counting import count
 from harness.common.seam_types import BadCall, ToolCall, ToolError
@@ -122,8 +122,8 @@ def edit_file(ws: Workspace, path: str, old_str: str, new_str: str, replace_all:
     numbers), or every place with replace_all; an empty old_str creates a new file."""
     try:
         return change_file(ws, path, old_str, new_str, replace_all)
-    except (ToolError, EditRefused) as refusal:  # every refusal of an edit says the file is as it was
-        raise ToolError(f"{refusal} No changes were made.") from None
+    except (ToolError, EditRefused) as error:  # every edit that fails says the file is as it was
+        raise ToolError(f"{error} No changes were made.") from None
 
 
 def search_files(ws: Workspace, pattern: str, path: str = ".", glob: str | None = None) -> str:
@@ -165,7 +165,7 @@ def run_command(ws: Workspace, command: str, timeout: int = 60) -> str:
     if not command.strip():
         raise ToolError("command is empty; give a shell command line, e.g. \"ls -la\".")
     if rule := denied_by(command, ws.deny_rules, str(ws.root)):  # before the question: refused in every mode, --yes too
-        raise ToolError(refusal(rule))
+        raise ToolError(denied_message(rule))
     ws.approve("command", "run this command", f"$ {command}")
     # The deny rules are a list, and a shell has more shapes than any list: what the command can touch is the
     # kernel's to decide, inside the session's boundary where the system has one (landlock.py).

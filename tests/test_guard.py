@@ -9,7 +9,7 @@ import time
 import pytest
 
 from harness.commands.command_line import read
-from harness.commands.guard import DEFAULT_RULES, denied_by, parse_rules, refusal
+from harness.commands.guard import DEFAULT_RULES, denied_by, denied_message, parse_rules
 from harness.files.workspace import Workspace
 from tools import run_tool
 
@@ -211,7 +211,7 @@ def test_a_few_false_refusals_are_accepted_and_the_result_says_what_to_do(comman
     denied = denied_by(command, DEFAULT_RULES, cwd="/work/project")
     assert denied.name == rule
     assert ("(Every word is taken as a program that may run: if what matched is only text here, such as a search "
-            "pattern or a commit message, use search_files or write the text differently.)") in refusal(denied)
+            "pattern or a commit message, use search_files or write the text differently.)") in denied_message(denied)
 
 
 @pytest.mark.parametrize("command, denied", [("rm -rf *", True), ("rm -rf .", True), ("rm -r ./.*", True),
@@ -312,7 +312,7 @@ def test_a_denied_command_never_runs_even_when_everything_is_approved(tmp_path, 
     monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
     result = run_tool(Workspace(tmp_path), "run_command", {"command": f"echo > ran; exit 0; {command}"})
     assert not result.ok
-    assert result.output == refusal(next(r for r in DEFAULT_RULES if r.name == rule))
+    assert result.output == denied_message(next(r for r in DEFAULT_RULES if r.name == rule))
     assert result.output.startswith(f"Refused by plainagent's guard rail: {rule}. This command is never run, in any "
                                     "mode.")
     assert list(tmp_path.iterdir()) == []

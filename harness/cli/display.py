@@ -397,7 +397,7 @@ def indented(log: Callable[[str], None]) -> Callable[[str], None]:
 
 
 def describe_tokens(model) -> str:
-    """'(1,200 prompt + 300 completion tokens so far)' for a model/session_model.py Model, saying which are estimates."""
+    """'(1,200 prompt + 300 completion tokens so far)' for a SessionModel, saying which are estimates."""
     tokens, n_estimated = model.tokens, model.n_estimated
     which = "" if not n_estimated else ", estimated" if n_estimated == model.n_requests else ", partly estimated"
     return f"({tokens['prompt_tokens']:,} prompt + {tokens['completion_tokens']:,} completion tokens so far{which})"

@@ -141,7 +141,7 @@ def parse_rules(text: str) -> list[Rule]:
         for words in map(shlex.split, text.split(";")) if words]
 
 
-def refusal(rule: Rule) -> str:
+def denied_message(rule: Rule) -> str:
     """The result the model gets for a denied command."""
     return (f"Refused by plainagent's guard rail: {rule.name}. This command is never run, in any mode. (Every "
             "word is taken as a program that may run: if what matched is only text here, such as a search "

@@ -1,8 +1,8 @@
 """Compaction's two ways of shrinking a history: older tool results become stubs, older turns a summary.
 
-Helpers of `SessionHistory.compact` (session_history.py), which decides when to compact and how far; these say how. Each takes
-the messages and the calls behind their results and changes copies, so a compaction that would not shrink the
-history can be dropped whole. What is never touched: the system prompt, the current task's message, the latest
+Helpers of `SessionHistory.compact` (session_history.py), which decides when to compact and how far; these say
+how. Each takes the messages and the calls behind their results and changes copies, so a compaction that would
+not shrink the history can be dropped whole. What is never touched: the system prompt, the current task's message, the latest
 results of the current task, and an earlier summary (it holds everything before it).
 """
 

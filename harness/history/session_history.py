@@ -26,8 +26,8 @@ every request after that fails. `SessionHistory` has the bare history's `message
   - takes a reply cut off where the window ended (finish_reason "length", the window full) the same way: the
     window or the estimate corrected, more room kept for the reply, compacted, the turn asked again;
   - does not learn from a count that looks cut (a server that cuts prompts silently), and warns about it.
-`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/session_model.py). Nothing here talks
-to the terminal: lines for the user go to `log`, records to the transcript.
+`fit`, `refused` and `cut_off` are called around each request by the model's armour (model/session_model.py).
+Nothing here talks to the terminal: lines for the user go to `log`, records to the transcript.
 """
 
 from __future__ import annotations

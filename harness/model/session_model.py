@@ -1,7 +1,9 @@
-"""The model seam as a session uses it: `Client.chat(messages) -> Reply`, with the armour a person needs around it.
+"""The model seam as a session uses it: `SessionModel.chat(messages) -> Reply`, the client with the armour a person
+needs around it.
 
-The bare seam is the client (client.py: one POST, its retries, one clear line per failure). `SessionModel` has the same
-`chat(messages) -> Reply`, so the loop cannot tell the two apart, and adds:
+The client (client.py's `Client`) is a BareModel (bare.py): the bare request, sent with retries, streaming and one
+clear line per failure. `SessionModel` has the same `chat(messages) -> Reply`, so the loop cannot tell them apart,
+and adds:
   - the reply shown as it streams in, with a spinner until its first byte that says what it waits for, and how
     long it may (cli/display.py `LiveReply`);
   - each call's tokens added to the session's count: the server's `usage`, or our estimate when it reports
