@@ -22,13 +22,11 @@ import sys
 if __name__ == "__main__" and os.path.realpath(sys.path[0] or os.curdir) == os.path.dirname(os.path.realpath(__file__)):
     here = sys.path.pop(0)
     from importlib.machinery import PathFinder  # noqa: E402  (the standard library's: this folder is off the path)
-
     class OwnModules:  # a finder, last on sys.meta_path: prompt, tools and harness from this folder
         def find_spec(name, path=None, target=None):
             return PathFinder.find_spec(name, [here]) if name in ("prompt", "tools", "harness") else None
     sys.meta_path.append(OwnModules)
     from harness.common.own_code import keep_bytecode_apart  # noqa: E402  (and their bytecode, where commands write)
-
     keep_bytecode_apart(sys.argv[1:], os.environ)
 
 import json  # noqa: E402
@@ -37,6 +35,7 @@ from dataclasses import dataclass, field, replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Protocol  # noqa: E402
 
+from harness.cli import start_up  # noqa: E402
 from harness.cli.args import parse_args  # noqa: E402  (argparse alone)
 
 # Before the modules below load (requests takes 0.1 s): --help and usage errors answer at once, Ctrl-C quietly.
@@ -44,6 +43,7 @@ if __name__ == "__main__":
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, lambda *_: sys.exit(130))
     parse_args(sys.argv[1:])
+    start_up.begin()  # the kernel asked about namespaces meanwhile, no garbage looked for in what loads and stays
 
 import prompt  # the words the model reads
 from harness.cli.commands import answered, repl
@@ -66,12 +66,12 @@ from harness.modes.permissions import Permissions, describe_mode
 from harness.parser.toolcalls import opens_call, parse_reply
 from tools import TOOLS, CallResult, Toolbox
 
+start_up.loaded()
+
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
-# Exit codes (--help lists them): a task failed (TaskEnded, or a bug), a usage or settings error, Ctrl-C; beside
-# 0, answered, and 3, answered but a write or command was refused with nobody to ask (cli/commands.py answered).
-FAILED, USAGE, INTERRUPTED = 1, 2, 130
+FAILED, USAGE, INTERRUPTED = 1, 2, 130  # exit codes beside 0 and 3 (answered, with a refusal nobody was asked)
 
 
 # --- the four seams: what the loop needs of each (the parser is parse_reply; the tools, tools.py's Toolbox) ---

@@ -18,17 +18,17 @@ import re
 from dataclasses import dataclass
 
 # A shell token: blanks, a comment, an operator (1), a word with its quotes (2), or a quote left open (3).
-TOKEN = re.compile(r"""[ \t]+|(?<![^\s;&|<>()\0])#[^\n]*|(&&|\|\||;;|\|&|<<<|<<-?|>>|&>>?|[<>]&|>\||<>|[;&|<>()\n])"""
-                   r"""|((?:\$'(?:\\.|[^'\\])*'|'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s;&|<>()'"\\])+)|(['"])""", re.DOTALL)
+TOKEN = (r"""(?s)[ \t]+|(?<![^\s;&|<>()\0])#[^\n]*|(&&|\|\||;;|\|&|<<<|<<-?|>>|&>>?|[<>]&|>\||<>|[;&|<>()\n])"""
+         r"""|((?:\$'(?:\\.|[^'\\])*'|'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s;&|<>()'"\\])+)|(['"])""")
 # Quoting: $'\x73udo' (escapes decoded), 'single', "double" or $"double", and a backslash before one character.
-QUOTED = re.compile(r"""\$'((?:\\.|[^'\\])*)'|'([^']*)'|\$?"((?:\\.|[^"\\])*)"|\\(.)""", re.DOTALL)
-ESCAPE = re.compile(r"\\(?:(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8})|([0-7]{1,3})|(.))", re.DOTALL)
+QUOTED = r"""(?s)\$'((?:\\.|[^'\\])*)'|'([^']*)'|\$?"((?:\\.|[^"\\])*)"|\\(.)"""
+ESCAPE = r"(?s)\\(?:(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8})|([0-7]{1,3})|(.))"
 # $(...), <(...), >(...) (three levels of parentheses at most) and `...`: text the shell runs first
-SUBSTITUTION = re.compile(r"[$<>]\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)|`([^`]*)`")
-VARIABLE = re.compile(r"\$(?:(\w+)|\{(\w+)(:?[-=?])?([^}]*)\})")  # $X, ${X}, ${X:-default}, ${X:?}
-BRACES = re.compile(r"(?<!\$)\{([^{}]*,[^{}]*)\}")  # {a,b}: a word for each (not ${X})
-GLOB = re.compile(r"[*?[]")
-ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)=(.*)", re.DOTALL)
+SUBSTITUTION = r"[$<>]\(((?:[^()]|\((?:[^()]|\([^()]*\))*\))*)\)|`([^`]*)`"
+VARIABLE = r"\$(?:(\w+)|\{(\w+)(:?[-=?])?([^}]*)\})"  # $X, ${X}, ${X:-default}, ${X:?}
+BRACES = r"(?<!\$)\{([^{}]*,[^{}]*)\}"  # {a,b}: a word for each (not ${X})
+GLOB = r"[*?[]"
+ASSIGNMENT = r"(?s)([A-Za-z_]\w*)=(.*)"
 KEYWORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time"}
 PRINTS_ITS_WORDS = {"echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "ack"}
 MAX_DEPTH = 4  # command lines inside command lines; deeper than this is not a mistake
@@ -74,13 +74,14 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
     looked = [0] if looked is None else looked
     text, subs, words, piped = text.replace("\\\n", ""), [], [], False  # a continued line is one line
     # Each substitution stands aside as \0N\0 while the words are read, so its quotes and spaces stay its own.
-    hidden = SUBSTITUTION.sub(lambda match: subs.append((match[0], (": | " if match[0][0] == ">" else "") + (
+    hidden = re.sub(SUBSTITUTION, lambda match: subs.append((match[0], (": | " if match[0][0] == ">" else "") + (
         match[2] if match[1] is None else match[1]))) or f"\0{len(subs) - 1}\0", text)  # >(sh) reads a pipe
-    for match in TOKEN.finditer(hidden + ";"):
+    for match in re.finditer(TOKEN, hidden + ";"):
         if match[3]:  # a quote left open: the shell refuses the line; read it without quotes, so it is checked
             return read(re.sub("['\"]", "", text), cwd, variables, line, depth, looked)
         raw = match[2] or ""
-        for word in braces(re.sub("\0(\\d+)\0", lambda n: subs[int(n[1])][0], QUOTED.sub(unquote, raw))) if raw else []:
+        unquoted = re.sub("\0(\\d+)\0", lambda n: subs[int(n[1])][0], re.sub(QUOTED, unquote, raw))
+        for word in braces(unquoted) if raw else []:
             words.append(Word(word))
             words[-1].subs = [subs[int(n)][1] for n in re.findall("\0(\\d+)\0", raw)]
         if not match[1] or re.match("[<>]|&>", match[1]):  # a word, a blank, a comment; a redirection goes on
@@ -91,7 +92,7 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
             command = Command(words, cwd, variables, text, piped)
             command.calls = calls(command, looked)
             line.append(command)
-            if assignments := [match for match in map(ASSIGNMENT.fullmatch, words) if match]:
+            if assignments := [match for match in (re.fullmatch(ASSIGNMENT, word) for word in words) if match]:
                 variables = {**variables, **{m[1]: expand(m[2], command) for m in assignments}}
             if words[0] in ("for", "read", "select"):  # their variables take values not known here
                 variables = {**variables, **dict.fromkeys(itertools.takewhile(lambda word: word != "in", words[1:]))}
@@ -114,14 +115,14 @@ def read(text: str, cwd: str | None, variables: dict, line: list[Command], depth
 def unquote(quoted: re.Match) -> str:
     ansi_c, single, double, escaped = quoted.groups()
     if ansi_c is not None:  # $'\x73udo' is sudo
-        return ESCAPE.sub(lambda e: chr(min(int(e[1][1:], 16), 0x10FFFF)) if e[1] else chr(int(e[2], 8)) if e[2]
+        return re.sub(ESCAPE, lambda e: chr(min(int(e[1][1:], 16), 0x10FFFF)) if e[1] else chr(int(e[2], 8)) if e[2]
                           else e[3], ansi_c)
     return re.sub(r'\\([$`"\\])', r"\1", double) if double is not None else single or escaped or ""
 
 
 def braces(word: str, depth: int = 0) -> list[str]:
     """"{a,b}c" -> ["ac", "bc"], the words brace expansion makes (at most 64, from the first MAX_BRACE_GROUPS)."""
-    match = BRACES.search(word) if depth < MAX_BRACE_GROUPS else None
+    match = re.search(BRACES, word) if depth < MAX_BRACE_GROUPS else None
     return list(itertools.islice((expanded for part in match[1].split(",") for expanded in braces(
         word[:match.start()] + part + word[match.end():], depth + 1)), 64)) if match else [word]
 
@@ -136,7 +137,7 @@ def calls(command: Command, looked: list[int] | None = None) -> list[tuple[str, 
     end = start + 1 if start < len(words) and words[start].rsplit("/", 1)[-1] in PRINTS_ITS_WORDS else len(words)
     for at in [at for at in range(start, end) if words[at] != "." or at == start]:
         for value in {expand(part, command) for part in (words[at], words[at].split("=", 1)[-1])} - {None}:
-            paths = bounded_glob(value, command.cwd, looked or [0]) if GLOB.search(value) else []
+            paths = bounded_glob(value, command.cwd, looked or [0]) if re.search(GLOB, value) else []
             for path in paths or [value]:
                 found.setdefault(path.rsplit("/", 1)[-1], at)
     return list(found.items())
@@ -151,7 +152,7 @@ def bounded_glob(pattern: str, cwd: str | None, looked: list[int], limit: int = 
     while folders and len(found) < limit:
         prefix, rest = folders.pop(0)
         part, rest = rest[0], rest[1:]
-        if not GLOB.search(part):
+        if not re.search(GLOB, part):
             names = [part]
         else:
             looked[0] += 1
@@ -192,5 +193,5 @@ def expand(word: str, command: Command) -> str | None:
         found = command.variables[name] if name in command.variables else os.environ.get(name, "")
         return "\0" if found is None or "?" in operator and not found else found or match[4] if operator else found
 
-    expanded = VARIABLE.sub(value, word)
+    expanded = re.sub(VARIABLE, value, word)
     return None if "\0" in expanded or re.search(r"[$<>]\(|`", word) else os.path.expanduser(expanded)

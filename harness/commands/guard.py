@@ -56,7 +56,7 @@ def removes_everything(command: Command) -> bool:
             if path is None and re.fullmatch(r"\$\(.*\)|`.*`", target, re.DOTALL):  # `$(echo ~)`: it may be ~
                 return True
             path = path or "."
-            while GLOB.search(posixpath.basename(path)):  # "/*/*" and "~/.*" stand for everything under / and ~
+            while re.search(GLOB, posixpath.basename(path)):  # "/*/*" and "~/.*" stand for everything under / and ~
                 path = posixpath.dirname(path)
             homes = {os.path.expanduser("~")} | ({os.path.expanduser(target.split("/")[0])}  # and ~root
                                                  if target.startswith("~") else set())

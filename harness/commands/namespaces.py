@@ -13,6 +13,7 @@ PID namespace nothing the command started outlives it. Codex CLI does the same w
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
@@ -48,6 +49,17 @@ def git_parts(git: Path) -> list[Path]:
     return parts + [Path(pack) for pack in packs[:MAX_PACKS]]
 
 
+PROBE: list[tuple[int, str]] = []  # the probe start_probe began: (its pid, its folder), until namespaces_work asks
+
+
+def start_probe() -> None:
+    """Begin namespaces_work's probe now, in a child, so that its answer is there when the start line asks (agent.py
+    starts it before its modules load: the kernel answers meanwhile). The answer is collected at exit at the latest."""
+    if sys.platform.startswith("linux") and hasattr(os, "fork") and not PROBE:
+        PROBE.append(probe())
+        atexit.register(namespaces_work)  # a session that never asks still reaps the child and removes its folder
+
+
 @functools.cache
 def namespaces_work() -> bool:
     """Whether this kernel lets this process make lifetime.py's namespaces (a user namespace too, where the user
@@ -55,25 +67,31 @@ def namespaces_work() -> bool:
     kernel.apparmor_restrict_unprivileged_userns, or a container without the capability, says no."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return False
-    from harness.commands import lifetime
-
-    folder = tempfile.mkdtemp(prefix="plainagent-probe-")
+    pid, folder = PROBE.pop() if PROBE else probe()
     try:
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                lifetime.enter_namespaces([f"w:{folder}", f"r:{folder}"])
-                init = os.fork()
-                if init == 0:
-                    lifetime.inside_namespaces()
-                    os._exit(0)
-                code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
-            finally:
-                os._exit(code)
         return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     finally:
         os.rmdir(folder)
+
+
+def probe() -> tuple[int, str]:
+    """A child that makes the namespaces on a folder of its own, and ends with 0 if it could: (its pid, the folder)."""
+    from harness.commands import lifetime
+
+    folder = tempfile.mkdtemp(prefix="plainagent-probe-")
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            lifetime.enter_namespaces([f"w:{folder}", f"r:{folder}"])
+            init = os.fork()
+            if init == 0:
+                lifetime.inside_namespaces()
+                os._exit(0)
+            code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+        finally:
+            os._exit(code)
+    return pid, folder
 
 
 def remove_left_behind() -> None:

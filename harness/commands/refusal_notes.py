@@ -18,26 +18,26 @@ from harness.commands.landlock import SETTINGS, SHARED_MEMORY, Boundary
 
 REFUSAL_NOTE = "(plainagent: the kernel sandbox "  # how the note for the model begins (display.py shows it)
 # A refused socket or connection, as programs word it; and a failure that follows from having no network at all.
-NETWORK = re.compile(r"(?i)socket|connect|network")
-NETWORK_FAILED = re.compile(r"(?i)could not resolve|couldn't resolve|resolve host|name resolution|name or service|"
-                            r"nodename nor servname|getaddrinfo|ENOTFOUND|EAI_AGAIN|network is unreachable|"
-                            r"couldn't connect|could not connect|failed to connect|connection refused|"
-                            r"failed to establish a new connection|no matching distribution|unable to access 'http")
+NETWORK = r"(?i)socket|connect|network"
+NETWORK_FAILED = (r"(?i)could not resolve|couldn't resolve|resolve host|name resolution|name or service|"
+                  r"nodename nor servname|getaddrinfo|ENOTFOUND|EAI_AGAIN|network is unreachable|"
+                  r"couldn't connect|could not connect|failed to connect|connection refused|"
+                  r"failed to establish a new connection|no matching distribution|unable to access 'http")
 # How a refusal reads in a command's output: EACCES and EPERM as programs print them (sh, coreutils, Python, node).
 # EXDEV: a hard link or a rename between the workspace and outside (Landlock's REFER right).
 # EROFS: the namespaces' read-only mounts (lifetime.py); EBUSY: a rename over a file bound read-only there.
-REFUSED = re.compile(r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
-                     r"invalid cross-device link|EXDEV|read-only file system|EROFS|device or resource busy|EBUSY")
+REFUSED = (r"(?i)permission denied|operation not permitted|EACCES|EPERM|no new privileges|"
+           r"invalid cross-device link|EXDEV|read-only file system|EROFS|device or resource busy|EBUSY")
 # A path a refusal names: /absolute, ../up from the workspace, or any path in quotes ('x/y', as rm and cp quote it).
-PATH = re.compile(r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])")
+PATH = r"(?<![\w.~])(?:/|\.\./)[^\s:'\"`,;()‘’]*|(?<=['‘])[^'‘’\s]+(?=['’])"
 
 
 # Programs that reach the network on their own, and what a program's output says when it tried: a command
 # killed at its timeout is blamed on the network only then (a `sleep 100` with a 60 s timeout is not).
-NETWORK_PROGRAMS = re.compile(r"\b(?:pip3?|uv|poetry|pipx|conda|npm|npx|yarn|pnpm|bun|cargo|go|gem|bundle|curl|wget|"
-                              r"apt(?:-get)?|brew|docker|podman|ssh|scp|rsync|mvn|gradle|composer|"
-                              r"git\s+(?:fetch|pull|clone|push|submodule|ls-remote))\b")
-NETWORK_WORDS = re.compile(r"(?i)https?://|download|connect|resolv|fetching|collecting")
+NETWORK_PROGRAMS = (r"\b(?:pip3?|uv|poetry|pipx|conda|npm|npx|yarn|pnpm|bun|cargo|go|gem|bundle|curl|wget|"
+                    r"apt(?:-get)?|brew|docker|podman|ssh|scp|rsync|mvn|gradle|composer|"
+                    r"git\s+(?:fetch|pull|clone|push|submodule|ls-remote))\b")
+NETWORK_WORDS = r"(?i)https?://|download|connect|resolv|fetching|collecting"
 
 
 def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1", command: str = "") -> str | None:
@@ -46,12 +46,13 @@ def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1", c
     would open it. None when nothing in the output shows the boundary's hand. `status` is how the command
     ended ("exit code 0", "killed after 60 s ..."); `command`, what it was (a timeout of `pip` may be the network's)."""
     reasons = [refusal_in(boundary, line, refused, output) for line in output.splitlines()
-               if (refused := REFUSED.search(line))]
+               if (refused := re.search(REFUSED, line))]
     reasons = [reason for reason in reasons if reason]
     if not reasons and not boundary.network and status != "exit code 0":  # no socket: programs say it their way
-        if NETWORK_FAILED.search(output):
+        if re.search(NETWORK_FAILED, output):
             reasons = [("network", "the network")]
-        elif status.startswith("killed after") and (NETWORK_PROGRAMS.search(command) or NETWORK_WORDS.search(output)):
+        elif status.startswith("killed after") and (re.search(NETWORK_PROGRAMS, command)
+                                                    or re.search(NETWORK_WORDS, output)):
             # npm and pip retry for minutes before they give up
             reasons = [("network", "the network, if that is what it waited for")]
     if not reasons:
@@ -85,7 +86,7 @@ def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) ->
     if re.search(r"\b(kill|signal|prlimit|renice|taskset|ionice|resource limit)", line[:refused.start()], re.I):
         return ("signal", "a call on another process")
     if not (paths := named(boundary, line, refused)):
-        return ("network", "the network") if not boundary.network and NETWORK.search(output) else ("unknown", "")
+        return ("network", "the network") if not boundary.network and re.search(NETWORK, output) else ("unknown", "")
     path = next((path for path in paths if not boundary.may_write(path)), None)
     if path is None:
         return None
@@ -105,14 +106,14 @@ def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) ->
 def named(boundary: Boundary, line: str, refused: re.Match) -> list[Path]:
     """The paths a refusal's line names: Python's after it ("...denied: '/x'"); else the one before it, as sh,
     coreutils and git put it ("sh: 1: cannot create x: Permission denied", "rm: cannot remove 'x': ...")."""
-    after = PATH.findall(line[refused.end():])[:1]
+    after = re.findall(PATH, line[refused.end():])[:1]
     segment = line[:refused.start()].rstrip(": ").rsplit(": ", 1)[-1]
     last = re.sub(r"^(?:cannot|can't|could not|couldn't|failed to|unable to) \w+ ", "", segment).strip("'\"`‘’")
     path_like = last and " " not in last and "\0" not in last and (  # not "kill", "IO::Socket::INET"
         "/" in last or "." in last or os.path.lexists(boundary.workspace / last))
     token = last.split()[-1] if last.split() else ""  # git's "could not write config file .git/config"
     token_like = not path_like and "/" in token and os.path.lexists(boundary.workspace / token)
-    named = [path for path in after or ([last] if path_like else [token] if token_like else PATH.findall(segment))
+    named = [path for path in after or ([last] if path_like else [token] if token_like else re.findall(PATH, segment))
              if "\0" not in path]
     # Where it really is: a link in the workspace to a file outside was refused as that file. Not under /proc,
     # where a link resolved here would be this process's own (its fds, its transcript), not the command's.

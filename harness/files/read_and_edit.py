@@ -21,7 +21,6 @@ from pathlib import Path
 from harness.common.counting import count
 from harness.common.redaction import REDACTED
 from harness.common.seam_types import ToolError
-from harness.common.secret_shapes import marker_in, masked, unmasked, withheld_values
 from harness.common.text_files import (
     LINE_BREAK,
     EditRefused,
@@ -137,6 +136,7 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
     model saw it, never inside such a value (whether it matched there, or matched "2 places", would tell the
     value a piece at a time): each of their characters stands as `fill` meanwhile, and is put back after; and
     the edit must leave every value as withheld as it was."""
+    from harness.common.secret_shapes import masked, unmasked, withheld_values  # when first used (Workspace.redact)
     check_withheld(old, new, text, path)
     withheld: list[tuple[str, str]] = []
     fill = unused_character(text + old + new)
@@ -167,6 +167,7 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
 def check_withheld(old: str, new: str, text: str, path: str) -> None:
     """Refuse an edit that carries a withheld value's marker (secret_shapes.py) the file does not really hold:
     matched, it would stand for text that is not there; written, it would replace a value with its marker."""
+    from harness.common.secret_shapes import marker_in  # when first used (Workspace.redact)
     for name, given in (("old_str", old), ("new_str", new)):
         withheld = marker_in(given)
         if withheld and withheld not in text:
@@ -182,6 +183,7 @@ def check_revealed(withheld: list[tuple[str, str]], after: str, path: str) -> No
     shape that withheld it. Every such trick comes to one test, whatever the shape: each value withheld before
     the edit is withheld after it as often. Text that only spells a value out anew (new_str's "hunter" before
     the file's "2") withholds nothing fewer, so what an edit is told never says whether a guess was right."""
+    from harness.common.secret_shapes import withheld_values  # when first used (Workspace.redact)
     after_values = Counter(value for _, value in withheld_values(after))  # `withheld`: the file's, before
     for kind, value in withheld:
         if not after_values[value]:

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING
 from harness.common.directories import config_dir, state_dir
 from harness.common.redaction import Secret
 from harness.common.seam_types import ToolError
-from harness.common.secret_shapes import withhold
 from harness.files import open_beneath
 from harness.files.ignore_rules import IgnoreRules, skip_dir
 from harness.files.open_beneath import Changed
@@ -343,6 +342,8 @@ class Workspace:
     def redact(self, text: str, *, cut_before: bool = False, cut_after: bool = False) -> str:
         """The text with the session's API key blanked out, and values shaped like credentials withheld
         (secret_shapes.py), so no tool result ever shows them to the model."""
+        from harness.common.secret_shapes import withhold  # its ~60 patterns compile at the first result, not at start
+
         return withhold(self.secret.redact(text, cut_before=cut_before, cut_after=cut_after), cut_before=cut_before,
                         cut_after=cut_after)
 

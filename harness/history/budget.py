@@ -25,19 +25,19 @@ MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many to
 
 # A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
 # LM Studio, Mistral, Gemini and Anthropic.
-WINDOW_WORDS = re.compile(
-    r"context[_ ]length|context (window|size)|maximum (model|context) length|too many tokens|prompt is too "
+WINDOW_WORDS = (
+    r"(?i)context[_ ]length|context (window|size)|maximum (model|context) length|too many tokens|prompt is too "
     r"long|prompt too long|input (is )?too long|input length exceeds|exceeds? the maximum number of tokens"
-    r"|exceed_context_size|reduce the length of the (messages|prompt)", re.IGNORECASE)
+    r"|exceed_context_size|reduce the length of the (messages|prompt)")
 # Where those messages state the window: "maximum context length is 8192 tokens", "context size (4096
 # tokens)", "200000 maximum", "maximum model length of 8192", "context length of only 4096 tokens", ...
-STATED_LIMIT = re.compile(
-    r"maximum context length is ([\d,]+)|context (?:size|window|length) (?:is |of )?(?:only )?\(?([\d,]+)"
+STATED_LIMIT = (
+    r"(?i)maximum context length is ([\d,]+)|context (?:size|window|length) (?:is |of )?(?:only )?\(?([\d,]+)"
     r"|maximum model length (?:is |of )?([\d,]+)|> ?([\d,]+) maximum|([\d,]+) maximum context length"
-    r"|maximum number of tokens allowed \(([\d,]+)\)|limit of ([\d,]+) tokens", re.IGNORECASE)
+    r"|maximum number of tokens allowed \(([\d,]+)\)|limit of ([\d,]+) tokens")
 # Where they state the size of the refused prompt: "resulted in 9000 tokens" (OpenAI), "(4484 in the messages"
 # (llama-cpp-python); llama.cpp's server gives it as a field, n_prompt_tokens.
-STATED_PROMPT = re.compile(r"messages resulted in ([\d,]+) tokens|\(([\d,]+) in the messages", re.IGNORECASE)
+STATED_PROMPT = r"(?i)messages resulted in ([\d,]+) tokens|\(([\d,]+) in the messages"
 
 
 class Budget:
@@ -152,10 +152,10 @@ def window_refusal(error: ChatError) -> tuple[bool, int | None]:
     """(is it a refusal for length, the window it states if any)."""
     text = getattr(error, "detail", "") or str(error)  # the server's own words, without our "400 from URL"
     status = getattr(error, "status", None)
-    if status != 413 and (status not in (400, 422, 500) or not WINDOW_WORDS.search(text)):
+    if status != 413 and (status not in (400, 422, 500) or not re.search(WINDOW_WORDS, text)):
         return False, None  # a 413 is "too large" from a proxy in front too, whatever its words
     stated = stated_window(getattr(error, "body", None))
-    match = STATED_LIMIT.search(text)
+    match = re.search(STATED_LIMIT, text)
     number = next((group for group in match.groups() if group), None) if match else None
     digits = number.replace(",", "") if number else ""  # "is , tokens" from a broken template: no number at all
     return True, stated or (int(digits) if digits.isdigit() and int(digits) > 0 else None)
@@ -168,7 +168,7 @@ def stated_prompt(error: ChatError) -> int | None:
     n_prompt = fields.get("n_prompt_tokens") if isinstance(fields, dict) else None
     if isinstance(n_prompt, int) and not isinstance(n_prompt, bool) and n_prompt > 0:
         return n_prompt
-    match = STATED_PROMPT.search(getattr(error, "detail", "") or str(error))
+    match = re.search(STATED_PROMPT, getattr(error, "detail", "") or str(error))
     digits = next((group for group in match.groups() if group), "").replace(",", "") if match else ""
     return int(digits) if digits.isdigit() and int(digits) > 0 else None
 

@@ -2,8 +2,8 @@
 
 Helpers of `SessionHistory.compact` (session_history.py), which decides when to compact and how far; these say
 how. Each takes the messages and the calls behind their results and changes copies, so a compaction that would
-not shrink the history can be dropped whole. What is never touched: the system prompt, the current task's message, the latest
-results of the current task, and an earlier summary (it holds everything before it).
+not shrink the history can be dropped whole. What is never touched: the system prompt, the current task's
+message, the latest results of the current task, and an earlier summary (it holds everything before it).
 """
 
 from __future__ import annotations
