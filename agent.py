@@ -94,7 +94,7 @@ def run_task(task: str, model: Model, tools: Toolbox, history: History, max_step
     """Run one task to its final answer: chat, parse, run the calls, add their results; repeat."""
     history.add("user", task)
     watchdog = Watchdog()  # this task's: against a model that is stuck
-    for _ in range(max_steps):  # each turn is one model call
+    for _ in range(max_steps):  # each step is one model call
         reply = model.chat(history.messages)
         parsed = parse_reply(reply.text, tools.names, reply.finish_reason)
         history.add("assistant", parsed.text)  # always, calls included: the model sees what it did
@@ -210,16 +210,15 @@ class Session:
 
     def resume(self, loaded: Loaded | None) -> None:
         """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
-        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens, opens_call):
+        if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):
             self.record_ending("The previous run of this session stopped abruptly (it was killed or crashed).")
         self.notes += loaded.notes if loaded else []  # what changed meanwhile (the mode, say)
 
     def record_ending(self, note: str) -> None:
-        """After a task ended without an answer: roles keep alternating, and the model hears what did not happen
-        (in the assistant's place after a request left without a reply, else with the next task)."""
-        if self.history.messages[-1]["role"] == "user":
+        """After a task ended without an answer: roles keep alternating, and the model hears what did not happen."""
+        if self.history.messages[-1]["role"] == "user":  # a request left without a reply: in the assistant's place
             self.history.add("assistant", f"({note})")
-        else:
+        else:  # with the next task
             self.notes.append(f"{note} The tool calls in your last reply may not all have run.")
 
 
@@ -230,7 +229,8 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
     shown as it streams and kept inside the window (it fits the history before each request)."""
     permissions = permissions or Permissions(config.mode, fetch=config.fetch)
     tools = Toolbox(workspace, permissions, activity=ActivityLog(log))
-    history = SessionHistory([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret)
+    history = SessionHistory([], config.context_tokens, transcript=transcript, log=log, secret=workspace.secret,
+                             opens_call=opens_call)  # the parser's: which of a reply's lines are calls
     model = SessionModel(client, display, history, tokens)
     history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
     history.add("system", prompt.render_system_prompt(permissions.offered(TOOLS), instructions))  # the mode's tools
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # while asked about a project's .env, or reading the task from stdin
         return INTERRUPTED
     client = Client(config.base_url, config.api_key.value, config.model, stop=config.stop, stream=config.stream,
-                    log=log, **config.waits())  # the key goes in the header; all else asks config.api_key to blank it
+                    reply_tokens=config.max_reply_tokens, log=log, **config.waits())  # the key, only in its header
     permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),

@@ -35,6 +35,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="ask for whole replies instead of streamed ones (PLAINAGENT_STREAM=off)")
     parser.add_argument("--context-tokens", type=int, metavar="N",
                         help="most tokens one request may hold (default 32000)")
+    parser.add_argument("--max-reply-tokens", type=int, metavar="N",
+                        help="most tokens one reply may hold (default 8192; PLAINAGENT_MAX_REPLY_TOKENS)")
     parser.add_argument("--connect-timeout", type=float, metavar="S",
                         help="seconds to wait for the connection to the endpoint (default 10; "
                              "PLAINAGENT_CONNECT_TIMEOUT)")

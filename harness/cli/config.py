@@ -32,6 +32,7 @@ from harness.common.hosts import is_local, parse_hosts, shown_url
 from harness.common.own_code import own_code
 from harness.common.redaction import Secret, redact
 from harness.common.text_files import is_text
+from harness.history.budget import MIN_BUDGET
 from harness.modes.permissions import MODES
 
 
@@ -44,6 +45,7 @@ class Config:
     stop: list[str] = field(default_factory=lambda: ["\ntool_result("])  # PLAINAGENT_STOP: JSON list, or "off"
     stream: bool = True  # PLAINAGENT_STREAM (on/off), --no-stream: show replies as they are written
     context_tokens: int = 32_000  # PLAINAGENT_CONTEXT_TOKENS: the most one request may hold, estimated in tokens
+    max_reply_tokens: int = 8192  # PLAINAGENT_MAX_REPLY_TOKENS: the most one reply may hold (a model may never stop)
     # The waits, in seconds (client.py): connecting; a streamed reply's first byte (the server loads the model and
     # reads the prompt meanwhile); the longest silence of a whole reply, and of a stream once it began.
     connect_timeout: float = 10.0  # PLAINAGENT_CONNECT_TIMEOUT, --connect-timeout
@@ -78,7 +80,8 @@ class ConfigError(Exception):
 
 ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model": "OPENAI_MODEL",
             "max_steps": "PLAINAGENT_MAX_STEPS", "stop": "PLAINAGENT_STOP",
-            "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "mode": "PLAINAGENT_MODE",
+            "context_tokens": "PLAINAGENT_CONTEXT_TOKENS", "max_reply_tokens": "PLAINAGENT_MAX_REPLY_TOKENS",
+            "mode": "PLAINAGENT_MODE",
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
             "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE",
@@ -86,7 +89,7 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "connect_timeout": "PLAINAGENT_CONNECT_TIMEOUT", "first_byte_timeout": "PLAINAGENT_FIRST_BYTE_TIMEOUT",
             "read_timeout": "PLAINAGENT_READ_TIMEOUT"}
 WAITS = ("connect_timeout", "first_byte_timeout", "read_timeout")  # each with a flag of its name: --read-timeout
-MIN_CONTEXT_TOKENS = 2000  # the system prompt alone takes about 1,000
+MIN_REPLY_TOKENS = 256  # a reply shorter than this holds hardly one edit
 
 ALLOW_QUESTION = "Use these settings? (remembered until the file changes) [y]es / [n]o: "
 Ask = Callable[[str, str], "str | None"]  # (what to show, the question) -> the answer, or None: nobody to ask
@@ -176,7 +179,7 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
         if variable in settings:
             value = parse_setting(name, variable, settings[variable])
             setattr(config, name, Secret(value) if name == "api_key" else value)
-    for name in ("model", "base_url", "max_steps", "context_tokens", "log", "resume", *WAITS):
+    for name in ("model", "base_url", "max_steps", "context_tokens", "max_reply_tokens", "log", "resume", *WAITS):
         if getattr(args, name, None) is not None:
             setattr(config, name, getattr(args, name))
     if args.base_url is not None:
@@ -223,8 +226,8 @@ def parse_setting(name: str, variable: str, value: str):
     try:
         if name in WAITS:
             return parse_wait(variable, value)
-        if name in ("max_steps", "context_tokens"):
-            least = 1 if name == "max_steps" else MIN_CONTEXT_TOKENS
+        if name in ("max_steps", "context_tokens", "max_reply_tokens"):
+            least = {"max_steps": 1, "context_tokens": MIN_BUDGET, "max_reply_tokens": MIN_REPLY_TOKENS}[name]
             if int(value) < least:
                 raise ConfigError(f"{variable}={value}: it must be at least {least}.")
             return int(value)
@@ -306,9 +309,11 @@ def check_config(config: Config) -> None:
         raise ConfigError("--max-steps must be at least 1.")
     for name in WAITS:
         parse_wait(f"--{name.replace('_', '-')}", str(getattr(config, name)))
-    if config.context_tokens < MIN_CONTEXT_TOKENS:
-        raise ConfigError(f"--context-tokens must be at least {MIN_CONTEXT_TOKENS} (the system prompt alone takes "
+    if config.context_tokens < MIN_BUDGET:
+        raise ConfigError(f"--context-tokens must be at least {MIN_BUDGET} (the system prompt alone takes "
                           "about 1,000).")
+    if config.max_reply_tokens < MIN_REPLY_TOKENS:
+        raise ConfigError(f"--max-reply-tokens must be at least {MIN_REPLY_TOKENS} (one edit of a few lines).")
     if config.log is not None and config.resume is not None:
         raise ConfigError("--log and --resume do not go together: a resumed session goes on in its own file.")
     try:

@@ -57,8 +57,9 @@ FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch o
 # setting -> the one value a project's .env may give it: the one that asks more
 TIGHTEN_ONLY = {"PLAINAGENT_SANDBOX": "on", "PLAINAGENT_SANDBOX_NETWORK": "off"}
 NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE", "PLAINAGENT_SANDBOX_ENV")  # settings only the user may give: they let more through
-LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS")  # what the user pays for
-DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000}  # Config's defaults
+LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS", "PLAINAGENT_MAX_REPLY_TOKENS")  # what you pay for
+DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000,
+                  "PLAINAGENT_MAX_REPLY_TOKENS": 8192}  # Config's defaults
 # How long plainagent waits on the endpoint, in seconds (config.py's defaults): a project's may only be shorter.
 DEFAULT_WAITS = {"PLAINAGENT_CONNECT_TIMEOUT": 10.0, "PLAINAGENT_FIRST_BYTE_TIMEOUT": 120.0,
                  "PLAINAGENT_READ_TIMEOUT": 300.0}

@@ -22,6 +22,7 @@ SHORT_ANSWER = 64  # tokens: a reply cut off this short met the window's end; no
 TRUNCATION_BYTES_PER_TOKEN = 6  # no tokenizer packs a whole prompt tighter: a server reporting fewer tokens cut it
 MAX_LEARNT_JUMP = 1.6  # a count making bytes per token jump more than this is not learnt (it may be a cut prompt)
 MIN_REAL_WINDOW = 1000  # servers that cut prompts still keep about this many tokens; below it, a count is a placeholder
+MIN_BUDGET = 2000  # the least budget (--context-tokens): the system prompt alone takes about 1,000
 
 # A server's refusal for length, in the words of OpenAI, vLLM, llama.cpp, Ollama, DeepSeek, OpenRouter,
 # LM Studio, Mistral, Gemini and Anthropic.
@@ -112,11 +113,11 @@ class Budget:
 
     def window_full(self, messages: list[dict], reply_tokens: int, usage: dict) -> bool:
         """Whether a reply cut off (finish_reason "length") met the end of the context window: the request and
-        the reply filled the window as far as we know it, or the reply was cut after a few words. plainagent
-        asks for no output limit, so a cut is a server's own limit or the window's end; the first is never that
-        short, nor reached by a reply that found the prompt far below the window; but a local server's window may
-        be far below the budget, unknown (`local`). `reply_tokens` is our estimate of the reply; `usage` what the
-        server counted, if anything."""
+        the reply filled the window as far as we know it, or the reply was cut after a few words. A reply that ran
+        to the limit plainagent asked is that limit's (SessionHistory.cut_off asks that first); any other cut is a
+        server's own limit or the window's end: the first is never that short, nor reached by a reply that found
+        the prompt far below the window; but a local server's window may be far below the budget (`local`).
+        `reply_tokens` is our estimate of the reply; `usage` what the server counted, if anything."""
         prompt, answer = counted(usage) or (self.estimate(messages), reply_tokens)
         return (prompt + answer >= COMPACT_AT * self.tokens or answer < SHORT_ANSWER
                 or (self.local and prompt + answer >= MIN_REAL_WINDOW))
@@ -127,14 +128,14 @@ class Budget:
         more room than it got, twice as much (at most MOST_ANSWER_SHARE of the budget)."""
         if reported := counted(usage):
             prompt, answer = reported
-            self.tokens = min(self.tokens, max(prompt + answer, MIN_REAL_WINDOW))
+            self.tokens = min(self.tokens, max(prompt + answer, MIN_BUDGET))
         else:
             answer, total = reply_tokens, self.estimate(messages) + reply_tokens
             if COMPACT_AT * self.tokens <= total < self.tokens:  # the window is the budget; the estimate fell short
                 self.bytes_per_token = max(self.bytes_per_token * total / self.tokens, 1.0)
                 answer = round(answer * self.tokens / total)
             else:  # a window smaller than the budget: the request and the reply are all we know of it
-                self.tokens = min(self.tokens, max(total, MIN_REAL_WINDOW))
+                self.tokens = min(self.tokens, max(total, MIN_BUDGET))
         self.answer_room = max(self.answer_room, 2 * answer, SHORT_ANSWER)
 
 

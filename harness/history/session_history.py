@@ -60,6 +60,8 @@ class Result(Protocol):  # tools.py's CallResult: what the history keeps of each
     output: str
     seconds: float
 
+RAN_AWAY_KEPT = 2000  # characters kept of a reply that ran to its limit without a call: the rest is not sent again
+RAN_AWAY_NOTE = "\n(... {n:,} more characters of this reply were cut here: it ran to its limit without a call.)"
 SUMMARY_WORTH = 0.1  # share of the budget the older turns must hold to be worth a model call to summarize
 RESULTS_SHARE = 0.5  # share of the budget one reply's results may take; longer outputs are cut, with a note
 
@@ -86,8 +88,10 @@ class SessionHistory:
 
     def __init__(self, messages: list[dict], tokens: int, summarize_with: Callable[[list[dict]], Reply] | None = None,
                  transcript: Transcript | None = None, log: Callable[[str], None] = lambda line: None,
-                 secret: Secret | str = ""):
+                 secret: Secret | str = "", opens_call: Callable[..., bool | None] = lambda line, **_: False):
         self.messages = messages
+        self.opens_call = opens_call  # the parser's: whether a line opens a call (agent.py hands it over)
+        self.ran_away = False  # the last reply ran to its limit: kept cut, unless it holds calls
         # The session's key (the workspace's Secret; a bare key in tests): blanked from every message added.
         self.secret = secret if isinstance(secret, Secret) else Secret(secret)
         self.results: dict[int, dict] = {}  # index of a results message -> {"calls": [...], "notes": [...]}
@@ -101,6 +105,9 @@ class SessionHistory:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
         if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
             self.outputs.clear()
+        if role == "assistant" and self.ran_away and not self.has_calls(content):  # junk the model may repeat
+            content = content[:RAN_AWAY_KEPT] + RAN_AWAY_NOTE.format(n=len(content) - RAN_AWAY_KEPT)
+        self.ran_away = False
         # A pasted task or the model's own words: sent on as a resume reads them back.
         content = self.secret.redact(content)
         self.messages.append({"role": role, "content": content})
@@ -117,19 +124,19 @@ class SessionHistory:
         self.outputs[len(self.messages)] = (results, notes)
         self.add("user", render_fitted(results, notes, self.results_room()), results=record)
 
-    def resume_from(self, messages: list[dict], results: dict[int, dict], tokens: int | None,
-                    opens_call: Callable[..., bool | None]) -> bool:
+    def resume_from(self, messages: list[dict], results: dict[int, dict], tokens: int | None) -> bool:
         """Carry on a resumed session (--resume): its messages after the system prompt, the calls behind its
         results, and the budget it learnt from a server's window, if lower than ours. True when it had ended
-        abruptly: a request left without a reply, or a reply whose calls never got their results (`opens_call`,
-        the parser's: whether a line opens a call)."""
+        abruptly: a request left without a reply, or a reply whose calls never got their results."""
         self.messages[1:], self.results = messages, results
         if tokens:
             self.budget.tokens = min(tokens, self.budget.tokens)
         last = self.messages[-1]
-        calls = last["role"] == "assistant" and any(opens_call(line, complete=True)
-                                                    for line in split_lines(last["content"]))
+        calls = last["role"] == "assistant" and self.has_calls(last["content"])
         return len(self.messages) > 1 and (last["role"] == "user" or calls)
+
+    def has_calls(self, text: str) -> bool:
+        return any(self.opens_call(line, complete=True) for line in split_lines(text))
 
     def reset(self) -> None:
         """Forget the conversation but the system prompt (/reset). Recorded as a compaction down to the system
@@ -171,8 +178,8 @@ class SessionHistory:
         fitted to it, so the same turn can be asked again; the reply is marked `window_full` either way. False
         for a reply cut at the server's own output limit, and on the `last` try (the task ends, saying which)."""
         tokens = reply_tokens(reply, self.budget.bytes_per_token)
-        if not self.budget.window_full(self.messages, tokens, reply.usage):
-            return False
+        if reply.ran_to_limit() or not self.budget.window_full(self.messages, tokens, reply.usage):
+            return False  # its own limit (--max-reply-tokens), or the server's: the window is as it was
         reply.window_full = True
         if last:
             return False
@@ -192,6 +199,7 @@ class SessionHistory:
             self.log(f"plainagent: {warning}")
         if reply.finish_reason != "length":  # a cut reply says nothing of the room it would have taken
             self.budget.answered(reply_tokens(reply, self.budget.bytes_per_token))
+        self.ran_away = reply.finish_reason == "length" and reply.ran_to_limit()
 
     def lower_budget(self, error: ChatError, limit: int | None) -> None:
         self.budget.refused(self.messages, limit, stated_prompt(error))

@@ -43,8 +43,10 @@ NO_STOP_MODELS = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
 # A 400 that says the model is unknown (OpenRouter, several proxies): the same advice as a 404's.
 MODEL_NOT_FOUND = re.compile(r"model_not_found|model\b.{0,80}\b(?:does not exist|not found|not exist|unknown)",
                              re.IGNORECASE)
-# Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it.
-OPTIONAL_PARAMETERS = ("stream_options", "stop")
+# Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it (max_tokens:
+# with max_completion_tokens instead; without both, a stream is still read no further than STREAM_SLACK allows).
+OPTIONAL_PARAMETERS = ("stream_options", "stop", "max_tokens", "max_completion_tokens")
+STREAM_SLACK = 8  # characters a token, at most, before a reply is taken for one that never stops (tokens run 3-4)
 
 
 class Client(BareModel):
@@ -68,6 +70,7 @@ class Client(BareModel):
         max_retries: int = 3,  # further attempts after the first, on retryable failures only
         retry_after_cap: float = 60.0,  # longest Retry-After we wait out; longer ones fail at once
         stop: list[str] | None = None,  # stop sequences; None sends none
+        reply_tokens: int | None = None,  # the most tokens a reply may hold (session_model.py asks less if need be)
         stream: bool = False,  # ask for the reply as server-sent events, to show it as it is written
         # Seconds a stream may stay open once its reply is whole (a finish_reason, or [DONE]): the usage chunk
         # and the body's end follow within milliseconds from a server that behaves, and a second covers a slow
@@ -90,6 +93,7 @@ class Client(BareModel):
         self.max_retries = max_retries
         self.retry_after_cap = retry_after_cap
         self.stop = stop  # sent to each model that takes it
+        self.reply_tokens, self.limit = reply_tokens, None  # the most a reply may hold; the current request's
         self.stream = stream
         self.rejected: dict[str, set[str]] = {}  # model -> the optional parameters it refused with a 400
         self.stream_grace = stream_grace
@@ -101,40 +105,50 @@ class Client(BareModel):
             self.session.trust_env = False
         self.session.headers.update(self.headers)  # the key, if any: local servers (Ollama, LM Studio) run without
 
-    def chat(self, messages: list[dict], on_delta: Callable[[str, str], None] | None = None) -> Reply:
+    def chat(self, messages: list[dict], on_delta: Callable[[str, str], None] | None = None,
+             limit: int | None = None) -> Reply:
         """Send the conversation, return the assistant's reply, or raise ChatError with one clear line.
 
         When streaming, `on_delta(kind, text)` sees the reply as it arrives: kind "text" or "reasoning", and
         ("restart", "") before the request is sent again after a failed attempt; before each attempt ("waiting",
-        what it waits for: 'waiting for the first byte from localhost:8080 (up to 120 s)').
+        what it waits for: 'waiting for the first byte from localhost:8080 (up to 120 s)'). `limit`: the most
+        tokens the reply may hold (max_tokens, or the parameter the model takes instead); None asks no limit.
         """
-        body: dict = {**self.request(messages), **self.parameters(self.model)}  # the bare request, and the options
+        body: dict = {**self.request(messages), **self.parameters(self.model, limit)}  # the bare request, options
+        self.limit = limit  # what a stream is read up to, whether the server took it or not
         try:
             response = self._post_with_retries(body, on_delta)
             while response.status_code == 400 and (rejected := rejected_parameter(body, response)):
-                # `stop` and the usage at the end of a stream are only optimisations: this model does without.
-                self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests without it")
+                # `stop`, a stream's usage and the reply's limit are only optimisations: this model does without.
                 self.rejected.setdefault(self.model, set()).add(rejected)
                 del body[rejected]
+                body.update(instead := {key: value for key, value in self.parameters(self.model, limit).items()
+                                        if key not in body and key == "max_completion_tokens"})
+                self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests "
+                         + (f"with '{next(iter(instead))}' instead" if instead else "without it"))
                 response = self._post_with_retries(body, on_delta)
             if response.status_code != 200:
                 raise ChatError(self._describe_failure(response), response.status_code, server_message(response),
                                 error_body(response))
-            if streamed := getattr(response, "streamed", None):
-                return streamed
-            return parse_completion(response, self.url)
+            reply = getattr(response, "streamed", None) or parse_completion(response, self.url)
+            reply.limit = limit
+            return reply
         except ChatError as error:  # a server may echo the URL back, credentials and all
             error.args = (self.hide_credentials(str(error)),)
             error.detail = self.hide_credentials(error.detail)
             raise
 
-    def parameters(self, model: str) -> dict:
+    def parameters(self, model: str, limit: int | None = None) -> dict:
         """The optional parameters a request to `model` carries: worked out for each request, since /model
         switches models, and each keeps what it accepts (`stop` goes to every model that takes it)."""
         rejected = self.rejected.get(model, set())
         # Sending `stop` to a model that rejects it costs a 400 on every call; leave it out up front.
-        takes_stop = not NO_STOP_MODELS.match(model.rsplit("/", 1)[-1]) and "stop" not in rejected
+        newer = NO_STOP_MODELS.match(model.rsplit("/", 1)[-1])  # OpenAI's reasoning models: no stop, no max_tokens
+        takes_stop = not newer and "stop" not in rejected
         parameters: dict = {"stop": self.stop} if self.stop and takes_stop else {}
+        named = "max_completion_tokens" if newer or "max_tokens" in rejected else "max_tokens"
+        if limit and named not in rejected:
+            parameters[named] = limit
         if self.stream:
             parameters["stream"] = True
             if "stream_options" not in rejected:  # the usage at the end of the stream
@@ -211,7 +225,7 @@ class Client(BareModel):
         try:
             content_type = response.headers.get("Content-Type", "").lower()
             if response.status_code == 200 and content_type.startswith("text/event-stream"):
-                response.streamed = self._read_stream(response, give_up_at, on_delta)
+                response.streamed = self._read_stream(response, give_up_at, on_delta, self.limit)
                 response._content = b""
             else:  # an error, or a server that answers a request to stream with the whole reply at once
                 response._content = b"".join(self._read_body(response, give_up_at, body))
@@ -221,8 +235,9 @@ class Client(BareModel):
         return response
 
     def _read_stream(self, response: requests.Response, give_up_at: float,
-                     on_delta: Callable[[str, str], None] | None) -> Reply:
-        """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives."""
+                     on_delta: Callable[[str, str], None] | None, limit: int | None = None) -> Reply:
+        """Read a 200 SSE stream into a Reply, passing each piece to on_delta as it arrives; a reply that runs far
+        past `limit` tokens (a server that ignores it) is ended there, cut off ("length")."""
         chunks = self._read_body(response, give_up_at, {"stream": True})
         first = FirstEvent()  # a stream that ends before its first event is asked again without streaming
         finished = threading.Event()
@@ -251,7 +266,7 @@ class Client(BareModel):
                 yield chunk
 
         try:
-            streamed = read_stream(until_shut(chunks), on_delta, finish)
+            streamed = read_stream(until_shut(chunks), on_delta, finish, limit and STREAM_SLACK * limit)
             # [DONE] comes just before the body's end: reading that too lets the connection serve the next
             # request. A server that keeps the stream open after [DONE] loses the connection after the grace.
             timer = threading.Timer(self.stream_grace, shut_down, [response.raw])

@@ -19,6 +19,7 @@ and adds:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from harness.common.counting import BYTES_PER_TOKEN, size_in_bytes
@@ -35,6 +36,7 @@ class Display(Protocol):  # the user's side shows the reply (cli/display.py's Li
     def show(self, kind: str, text: str) -> None: ...  # a piece: kind "text", "reasoning", "restart" or "waiting"
     def finish(self) -> None: ...
 
+MIN_REPLY_LIMIT = 256  # tokens a reply is always let hold, however little room the budget leaves
 MAX_REFUSALS = 2  # refusals for length (or replies cut at the window) survived per turn, before the turn fails
 
 
@@ -80,17 +82,30 @@ class SessionModel:
     def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
         try:
-            reply = self.client.chat(messages)
+            reply = self.ask(messages)
         except KeyboardInterrupt:
             self.count(messages, Reply(""))
             raise
         self.count(messages, reply)
         return reply
 
+    def ask(self, messages: list[dict], show: Callable[[str, str], None] | None = None) -> Reply:
+        """The client's chat, with the most tokens its reply may hold: the user's limit (--max-reply-tokens), and
+        never more than the budget leaves beside the request (a server refuses a request whose limit passes its
+        window). A client without a limit of its own (a test's) is asked as the bare model is."""
+        most = getattr(self.client, "reply_tokens", None)
+        if not most:
+            return self.client.chat(messages, show) if show else self.client.chat(messages)
+        room = self.history.budget.tokens - self.history.budget.estimate(messages) if self.history else most
+        reply = self.client.chat(messages, show, limit=max(MIN_REPLY_LIMIT, min(most, room)))
+        if room < most:  # a reply cut at the room the budget left met the window's end, not a limit of its own
+            reply.limit = None
+        return reply
+
     def send(self, messages: list[dict], received: list[str]) -> Reply:
         """The client's reply, shown as it streams in; `received` keeps its pieces, for the count if interrupted."""
         if self.display is None:
-            return self.client.chat(messages)
+            return self.ask(messages)
 
         def show(kind: str, text: str) -> None:
             if kind == "restart":  # the client asks again: what came of the earlier attempt is gone
@@ -101,7 +116,7 @@ class SessionModel:
 
         self.display.start()
         try:
-            return self.client.chat(messages, show)
+            return self.ask(messages, show)
         finally:  # also when interrupted: the next line starts on a line of its own
             self.display.finish()
 

@@ -98,10 +98,11 @@ class Streamed:
 
 
 def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | None = None,
-                on_finish: Callable[[], None] = lambda: None) -> Streamed:
+                on_finish: Callable[[], None] = lambda: None, max_chars: int | None = None) -> Streamed:
     """Read a whole SSE stream; `on_delta(kind, text)` sees each piece as it arrives ("text" or "reasoning"),
     and `on_finish()` is called once, when a finish_reason arrives (the reply is whole; a usage chunk and
-    [DONE] may follow, or a server may hold the stream open).
+    [DONE] may follow, or a server may hold the stream open). A reply past `max_chars` (text and reasoning) ends
+    there, as if the server had cut it off ("length"): a server that ignores the reply's limit stops nowhere.
 
     Raises StreamError for an error the server reports, StreamCut when the stream ends before the reply did.
     """
@@ -114,6 +115,10 @@ def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | 
             break  # cut in the middle of an event
         finished = streamed.finish_reason is not None
         take_event(event, streamed, on_delta or (lambda kind, text: None))
+        if not finished and max_chars and sum(map(len, streamed.text + streamed.reasoning)) > max_chars:
+            streamed.finish_reason = "length"  # ours: what follows is more of a reply that runs on
+            on_finish()
+            break
         if not finished and streamed.finish_reason is not None:
             on_finish()
     if not streamed.done and streamed.finish_reason is None:
