@@ -51,8 +51,8 @@ from harness.cli.config import Config, ConfigError, command_boundary, load_confi
 from harness.cli.display import ActivityLog, LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.terminal import TerminalConfirm, ask_user
+from harness.commands.git_history import GitHistory, git_folder
 from harness.commands.guard import DEFAULT_RULES, parse_rules
-from harness.commands.history_keeper import HistoryKeeper, git_folder
 from harness.commands.look import Look
 from harness.common.own_code import CHECKOUT, load_everything
 from harness.common.programs import distrust, is_writable
@@ -71,7 +71,7 @@ start_up.loaded()
 MAX_FORMAT_ERRORS = 3  # replies in a row whose first call could not be read before the task is given up
 MAX_REPEATS = 3  # the same call with the same arguments this many times in a row means the model is looping
 SUBAGENT_MAX_STEPS = 10  # model calls a sub-agent may make for one delegate call
-FAILED, USAGE, INTERRUPTED = 1, 2, 130  # exit codes beside 0 and 3 (answered, with a refusal nobody was asked)
+DONE, FAILED, USAGE, NOT_DONE, INTERRUPTED = 0, 1, 2, 3, 130  # exit codes; NOT_DONE: refused with nobody to ask
 
 
 # --- the four seams: what the loop needs of each (the parser is parse_reply; the tools, tools.py's Toolbox) ---
@@ -118,7 +118,7 @@ def run_calls(calls: list[ToolCall | BadCall], tools: Toolbox, watchdog: Watchdo
         try:
             result = tools.run(call, refusal=watchdog.repeated(call))
         except KeyboardInterrupt:
-            results += [CallResult(later.name, later.args, False, prompt.INTERRUPTED) for later in calls[index:]]
+            results += [CallResult(later.name, later.args, False, prompt.CALL_INTERRUPTED) for later in calls[index:]]
             raise
         results.append(result)
         if not result.ok:
@@ -166,7 +166,7 @@ class TaskStopped(TaskEnded):
     """The loop ended without an answer (step limit, unreadable replies); the message says what to do."""
 
 
-class AnswerIncomplete(TaskStopped):
+class AnswerIncomplete(TaskEnded):
     """The model stopped without a usable answer; `partial` is what it wrote, shown but not taken as done."""
 
     def __init__(self, message: str, partial: str = ""):
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
-        task = read_task(args.prompt) if args.prompt is not None else None
+        task = read_task(args.task) if args.task is not None else None
         show_start(config, boundary := command_boundary(config))  # from here on nothing shown holds the key
         distrust(writable_by_commands(config, boundary))  # plainagent runs no program found where commands write
         if is_writable(CHECKOUT):  # plainagent's own code among them (-C on itself): none of it is read later
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
                           passed_env=config.sandbox_env,  # credentials' variables the user lets commands have
                           boundary=boundary,  # every command inside the kernel's walls, where it has any (landlock.py)
-                          history_keeper=HistoryKeeper(git_folder(config.workspace)),  # git's history survives them
+                          git_history=GitHistory(git_folder(config.workspace)),  # git's history survives them
                           look=Look(config.workspace, permissions))  # and what acts later stays, unless you say yes
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
@@ -317,7 +317,7 @@ def attempt(session: Session, task: str) -> int:
         session.record_ending(f"That task failed: {line}")  # the REPL session goes on
         return FAILED
     show_answer(answer, session.model.display)  # on stdout, unless it was seen as it streamed
-    return answered(session)  # the token line, and 0 (or 3: a write or command refused with nobody to ask)
+    return NOT_DONE if answered(session) else DONE  # the token line; and what nobody could be asked about, if any
 
 
 if __name__ == "__main__":

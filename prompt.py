@@ -126,7 +126,7 @@ def format_error(problem: str) -> str:
 
 UNKNOWN_TOOL = 'There is no tool "{name}". The tools are: {names}.'
 NOT_RUN = "Not run, because an earlier call in the same reply failed; send it again once that is fixed."
-INTERRUPTED = "Not run, or stopped before it finished: the user interrupted the task."
+CALL_INTERRUPTED = "Not run, or stopped before it finished: the user interrupted the task."
 REPEATED = ("You have made this exact call {n} times in a row; its result will not change. Try something different, "
             "or answer with what you know.")
 STEP_LIMIT = ("Stopped after {n} model call(s) (--max-steps {n}) without a final answer. "

@@ -6,13 +6,13 @@ tool that cannot do what was asked raises `ToolError` with a sentence the model 
 turns every exception into such a result, so a tool failure never ends the session. A keyword-only
 parameter (after `*`) is not the model's to fill: the toolbox passes it in (delegate's `subagent`).
 
-`Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and logs it. What keeps
-the tools trustworthy lives in harness/sandbox/ and is called from here: every path goes through
-`ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, .git/; secret_files.py: what may hold
-secrets), every write, command and fetch through `ws.approve` (permissions.py: the mode, and the question to
+`Toolbox.run(call) -> CallResult` is what the loop calls: it checks the call, runs it, and tells the user's side.
+What keeps the tools trustworthy lives in harness/ (files/, commands/, web/, modes/) and is called from here: every
+path goes through `ws.resolve` or `ws.walk` (workspace.py: the workspace's walls, .git/; secret_files.py: what may
+hold secrets), every write, command and fetch through `ws.approve` (permissions.py: the mode, and the question to
 the user) and every write through `ws.write` (kept for /undo); commands meet the deny rules first (guard.py),
-fetches the address check (fetch.py); every result has the API key redacted (redaction.py). Edits keep the
-file's bytes: line endings, BOM, final newline, permissions (text_files.py, edits.py).
+fetches the address check (fetch.py); every result has the API key redacted (redaction.py). Edits keep the file's
+bytes: line endings, BOM, final newline, permissions (text_files.py, edits.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Benchmark: what keeping the repository's history (harness/commands/history_keeper.py) costs.
+"""Benchmark: what keeping the repository's history (harness/commands/git_history.py) costs.
 
 A repository of N objects (100,000 by default) is made in a temp folder with `git fast-import` (N blobs and one
 commit naming them all), once packed (as a clone or a `git gc` leaves it) and once with every object loose
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.commands.history_keeper import HistoryKeeper  # noqa: E402
+from harness.commands.git_history import GitHistory  # noqa: E402
 
 
 def make_repository(folder: Path, n_objects: int, loose: bool) -> None:
@@ -55,7 +55,7 @@ def one_round(repository: Path, state: Path) -> tuple[float, float, float]:
     work = state.parent / "work"
     shutil.rmtree(work, ignore_errors=True)
     subprocess.run(["cp", "-a", str(repository), str(work)], check=True)
-    keeper = HistoryKeeper(work / ".git", root=state)
+    keeper = GitHistory(work / ".git", root=state)
     start = time.perf_counter()
     keeper.before_command()
     snapshot = time.perf_counter() - start

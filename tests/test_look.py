@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_history_keeper import GIT_ENV, repository
+from test_git_history import GIT_ENV, repository
 from test_landlock import ABI, Tree
 
 from harness.commands.look import Look

@@ -22,7 +22,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 3 not done as asked (a write, command or "
                "fetch that needed approval was refused: no terminal to ask on; see --yes), 130 interrupted.")
-    parser.add_argument("-p", "--prompt", metavar="TASK", help='run one task, print the answer, exit ("-" reads stdin)')
+    parser.add_argument("-p", "--prompt", dest="task", metavar="TASK",
+                        help='run one task, print the answer, exit ("-" reads stdin)')
     parser.add_argument("-y", "--yes", action="store_true", help="approve every write and command: --mode yes")
     parser.add_argument("--mode", metavar="MODE",
                         help="ask (default) before writes and commands; read-only; edits: ask only before commands; "

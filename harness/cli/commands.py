@@ -31,23 +31,21 @@ from harness.common.seam_types import ChatError, ToolError
 from harness.common.text_files import decode, is_text, split_lines
 from harness.files.edits import unified_diff
 
-NOT_DONE = 3  # exit code: the task ended, but a write, command or fetch it needed was refused: nobody could be asked
 
-
-def answered(session) -> int:
-    """After an answer: the token line, and the exit code, 0 or NOT_DONE: when nobody could be asked (no
-    terminal) and a write or command was refused, the task did not do what was asked, whatever the model says,
-    and a script must be able to tell."""
+def answered(session) -> bool:
+    """After an answer: the token line; and True when nobody could be asked (no terminal) and a write or command
+    was refused: the task did not do what was asked, whatever the model says, and a script must be able to tell
+    (agent.py's attempt exits NOT_DONE)."""
     log(describe_tokens(session.model))
     unasked = getattr(session.tools.permissions.ask, "unasked", None)
     if not unasked:
-        return 0
+        return False
     yes_helps = not all(what.endswith(ASKED_EVEN_WITH_YES) for what in unasked)
     or_yes = ", or with --yes to allow what it asks about" if yes_helps else ""
     log(f"plainagent: not done as asked: {'; '.join(unasked)} needed approval, and nobody could be asked (no "
         f"terminal). Run plainagent at a terminal to be asked{or_yes}.")
     unasked.clear()
-    return NOT_DONE
+    return True
 
 
 def repl(session, attempt: Callable[[object, str], int]) -> int:

@@ -57,8 +57,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         unix = boundary.network or boundary.namespaces  # without namespaces no socket file outside can be told apart
         confine = [str(boundary.ruleset()), seccomp_program(boundary.network, unix).hex(), *boundary.walls()]
         env["TMPDIR"] = str(boundary.tmpdir)  # the one temp folder it may write in: tempfile, mktemp, pytest use it
-    if ws.history_keeper is not None:
-        ws.history_keeper.before_command()  # at the first command, the history as it was (history_keeper.py)
+    if ws.git_history is not None:
+        ws.git_history.before_command()  # at the first command, the history as it was (git_history.py)
     if ws.look is not None:
         ws.look.before()  # the files that act later, as they are (look.py)
     process, tether, report = start(command, ws.root, env, confine)
@@ -90,7 +90,7 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         ended = f"(plainagent: {n_ended} background process{'es were' if n_ended > 1 else ' was'} ended with the " \
                 "command: nothing a command starts outlives it. A server is the user's to start in their terminal.)"
         note = f"{note}\n{ended}" if note else ended
-    for after in ([ws.history_keeper.after_command] if ws.history_keeper else []) + ([ws.look.after] if ws.look else []):
+    for after in ([ws.git_history.after_command] if ws.git_history else []) + ([ws.look.after] if ws.look else []):
         if put_back := after():  # the history, then what acts later: put back, and the model told
             note = f"{note}\n{put_back}" if note else put_back
     result = as_result(status, "\n".join(filter(None, [text, note])))

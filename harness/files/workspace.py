@@ -49,8 +49,8 @@ from harness.files.secret_files import is_secret
 from harness.modes.permissions import Confirm
 
 if TYPE_CHECKING:  # what the workspace carries for commands (harness/commands/), which use it: named, not imported
+    from harness.commands.git_history import GitHistory
     from harness.commands.guard import Rule
-    from harness.commands.history_keeper import HistoryKeeper
     from harness.commands.landlock import Boundary
     from harness.commands.look import Look
 
@@ -102,7 +102,7 @@ class Workspace:
     fetch_allow: frozenset[str] = frozenset()  # hosts web_fetch may reach, private ones too (fetch.py)
     passed_env: frozenset[str] = frozenset()  # variables commands get although their names say credentials
     boundary: Boundary | None = None  # the kernel boundary commands run in (landlock.py); None: none
-    history_keeper: HistoryKeeper | None = None  # the repository's history, kept for after each command
+    git_history: GitHistory | None = None  # the repository's history, kept for after each command
     look: Look | None = None  # what acts later, looked at before and after each command (look.py)
     folder: open_beneath.Root = field(init=False, repr=False)  # the root, opened once: what every use starts from
     uncut: tuple[str, str] | None = None  # the last command result cut for the model: (its result, the output

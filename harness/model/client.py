@@ -114,7 +114,7 @@ class Client(BareModel):
         what it waits for: 'waiting for the first byte from localhost:8080 (up to 120 s)'). `limit`: the most
         tokens the reply may hold (max_tokens, or the parameter the model takes instead); None asks no limit.
         """
-        body: dict = {**self.request(messages), **self.parameters(self.model, limit)}  # the bare request, options
+        body: dict = {**self.request(messages), **self.options(self.model, limit)}  # the bare request, options
         self.limit = limit  # what a stream is read up to, whether the server took it or not
         try:
             response = self._post_with_retries(body, on_delta)
@@ -122,7 +122,7 @@ class Client(BareModel):
                 # `stop`, a stream's usage and the reply's limit are only optimisations: this model does without.
                 self.rejected.setdefault(self.model, set()).add(rejected)
                 del body[rejected]
-                body.update(instead := {key: value for key, value in self.parameters(self.model, limit).items()
+                body.update(instead := {key: value for key, value in self.options(self.model, limit).items()
                                         if key not in body and key == "max_completion_tokens"})
                 self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests "
                          + (f"with '{next(iter(instead))}' instead" if instead else "without it"))
@@ -138,7 +138,7 @@ class Client(BareModel):
             error.detail = self.hide_credentials(error.detail)
             raise
 
-    def parameters(self, model: str, limit: int | None = None) -> dict:
+    def options(self, model: str, limit: int | None = None) -> dict:
         """The optional parameters a request to `model` carries: worked out for each request, since /model
         switches models, and each keeps what it accepts (`stop` goes to every model that takes it)."""
         rejected = self.rejected.get(model, set())

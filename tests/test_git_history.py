@@ -1,4 +1,4 @@
-"""History survives any command (harness/commands/history_keeper.py): real repositories under tmp_path, real
+"""History survives any command (harness/commands/git_history.py): real repositories under tmp_path, real
 commands through run_shell, with the kernel's walls and without; and ordinary git work left as it is."""
 
 import gc
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_landlock import ABI, Tree
 
-from harness.commands.history_keeper import HistoryKeeper, git_folder
+from harness.commands.git_history import GitHistory, git_folder
 from harness.commands.namespaces import namespaces_work
 from harness.commands.shell import run_shell
 from harness.common.directories import state_dir
@@ -41,7 +41,7 @@ def repository(folder: Path, commits: int = 3) -> list[str]:
 
 
 def keeper_for(workspace: Path) -> Workspace:
-    return Workspace(workspace, history_keeper=HistoryKeeper(git_folder(workspace)))
+    return Workspace(workspace, git_history=GitHistory(git_folder(workspace)))
 
 
 def test_rm_rf_dot_git_is_put_back_and_the_model_is_told(tmp_path):
@@ -118,14 +118,14 @@ def test_outside_a_repository_nothing_is_kept(tmp_path):
 def test_the_snapshot_is_hard_links_outside_the_workspace_and_goes_with_the_session(tmp_path):
     project = tmp_path / "project"
     repository(project)
-    keeper = HistoryKeeper(git_folder(project))
+    keeper = GitHistory(git_folder(project))
     keeper.before_command()
     snapshot = keeper.snapshot
     assert snapshot.parent == state_dir() / "history" and not snapshot.is_relative_to(project)
     kept = [path for path in (snapshot / "objects").rglob("*") if path.is_file()]
     assert kept and all(path.stat().st_nlink == 2 for path in kept)  # linked, not copied
     (state_dir() / "history" / "999999999-gone").mkdir()  # a killed session's: removed at the next first command
-    HistoryKeeper(git_folder(project)).before_command()
+    GitHistory(git_folder(project)).before_command()
     gc.collect()
     assert not (state_dir() / "history" / "999999999-gone").exists()
     del keeper
@@ -141,7 +141,7 @@ def test_inside_the_walls_rm_rf_dot_git_is_put_back_too(tmp_path):
     git(tree.workspace, "gc", "-q")  # a pack, bound read-only, and loose objects after it
     (tree.workspace / "app.py").write_text("x = 9\n")
     git(tree.workspace, "commit", "-qam", "loose")
-    tree.ws.history_keeper = HistoryKeeper(git_folder(tree.workspace))
+    tree.ws.git_history = GitHistory(git_folder(tree.workspace))
     result = tree.run("rm -rf .git; ls .git | sort | tr '\\n' ' '")
     assert "the command removed the repository's history" in result
     assert git(tree.workspace, "log", "--format=%s").splitlines() == ["loose", *[line.split(" ", 1)[1] for line in log]]

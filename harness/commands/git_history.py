@@ -39,7 +39,7 @@ def git_folder(workspace: Path) -> Path | None:
     return None
 
 
-class HistoryKeeper:
+class GitHistory:
     """One session's snapshot of one repository's history; `before_command` and `after_command` wrap each command."""
 
     def __init__(self, git: Path | None, root: Path | None = None):
