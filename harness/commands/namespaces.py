@@ -56,7 +56,10 @@ def start_probe() -> None:
     """Begin namespaces_work's probe now, in a child, so that its answer is there when the start line asks (agent.py
     starts it before its modules load: the kernel answers meanwhile). The answer is collected at exit at the latest."""
     if sys.platform.startswith("linux") and hasattr(os, "fork") and not PROBE:
-        PROBE.append(probe())
+        try:
+            PROBE.append(probe())
+        except OSError:  # no temp folder to try it on, no process to spare: asked again, and said, when needed
+            return
         atexit.register(namespaces_work)  # a session that never asks still reaps the child and removes its folder
 
 
