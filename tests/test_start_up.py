@@ -47,3 +47,30 @@ def test_collections_are_on_once_the_modules_have_loaded(tmp_path):
                "import tools, prompt\nstart_up.loaded(); print(off, gc.isenabled(), gc.get_freeze_count() > 0)", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "True", "True"]
+
+
+def test_a_python_without_the_requirements_is_told_what_to_install_in_one_line(tmp_path):
+    """Another project's venv active, or the system's Python: one line and exit 2, before an import fails."""
+    import venv
+
+    venv.create(tmp_path / "other", with_pip=False)  # a venv of this Python, without requests or dotenv
+    python = tmp_path / "other" / ("Scripts" if sys.platform == "win32" else "bin") / "python"
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(python), str(ROOT / "agent.py"), "-p", "hi"], env={**env, "HOME": str(tmp_path)},
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (f"plainagent: requests and python-dotenv are not installed for {python} (another "
+                           "project's venv?). Run plainagent with the Python of its own venv, or install them for "
+                           f"this one: {python} -m pip install -r {ROOT / 'requirements.txt'}\n")
+
+
+def test_a_python_older_than_3_11_is_told_which_is_needed(monkeypatch, capsys):
+    from harness.cli import start_up
+
+    monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
+    monkeypatch.setattr(start_up.platform, "python_version", lambda: "3.10.13")
+    with pytest.raises(SystemExit) as exited:
+        start_up.check_python()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == (f"plainagent: needs Python 3.11 or newer; {sys.executable} is 3.10.13. Run it "
+                                       "with a newer Python (the README's Quick start makes a venv with one).\n")
