@@ -17,6 +17,7 @@ the next piece.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import threading
@@ -29,7 +30,7 @@ from harness.cli.escapes import escape, for_output, hide_key
 from harness.cli.terminal import can_draw
 from harness.commands.landlock import Boundary
 from harness.commands.refusal_notes import REFUSAL_NOTE
-from harness.commands.shell import cut_lines, failed
+from harness.commands.shell import cut_lines, failed, project_venv
 from harness.common.counting import count
 from harness.common.hosts import shown_url
 from harness.common.redaction import Redactor
@@ -332,11 +333,14 @@ def describe_start(config, commands: str = "") -> str:
 
 
 def describe_boundary(boundary: Boundary | None, config) -> str:
-    """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off."""
+    """One line on what commands can touch: the kernel boundary's, or that there is none, and who turned it off;
+    and, when the workspace has a venv of its own, that commands run with it."""
+    venv = project_venv(config.workspace, os.environ)
+    venv = f"\ncommands run with the workspace's {venv.name} (its python first on PATH)" if venv else ""
     if boundary is None:
         where = config.sources.get("PLAINAGENT_SANDBOX", "the settings")
-        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the guard rail only"
-    return boundary.summary() + boundary.afterwards(short=True)
+        return f"commands: no kernel sandbox (PLAINAGENT_SANDBOX is off in {where}); the guard rail only" + venv
+    return boundary.summary() + boundary.afterwards(short=True) + venv
 
 
 def show_start(config, boundary: Boundary | None) -> None:

@@ -38,6 +38,7 @@ SHOWN_MAX_BYTES = 2_000_000  # ... and the user can see with /show when the mode
 WINDOWS = os.name == "nt"
 WINDOWS_WAIT_SLICE = 0.1  # seconds: how soon a Ctrl-C is taken while a command runs, on Windows
 TETHER = Path(__file__).with_name("lifetime.py")
+VENV_NAMES = (".venv", "venv")  # a project's own virtual environment, at the workspace's root
 STOP_WAIT = 5  # seconds the tether has to end what a stopped command started, before its group is killed
 # Read once, as the agent starts, and run with -c: a command that changed lifetime.py on disk (`if boundary:` made
 # `if False:`) would otherwise have run every later command outside the walls.
@@ -145,7 +146,25 @@ def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace, ne
                                       if os.path.realpath(entry) != os.path.realpath(scripts))
         for name in ("VIRTUAL_ENV", "VIRTUAL_ENV_PROMPT", "PYTHONHOME"):
             env.pop(name, None)
+    if own := project_venv(ws.root, environ):  # as an activated venv has it: its scripts first on PATH
+        scripts = str(own / ("Scripts" if WINDOWS else "bin"))
+        env["PATH"] = os.pathsep.join([scripts, *(entry for entry in env.get("PATH", "").split(os.pathsep)
+                                                  if entry and entry != scripts)])
+        env["VIRTUAL_ENV"] = str(own)
+        for name in ("VIRTUAL_ENV_PROMPT", "PYTHONHOME"):
+            env.pop(name, None)
     return env
+
+
+def project_venv(root: Path, environ: dict[str, str] | os._Environ) -> Path | None:
+    """The workspace's own virtual environment, which commands run with, as uv and VS Code pick it: `.venv` or
+    `venv` at its root, with a pyvenv.cfg. None when it has none, or when plainagent was started with another
+    project's venv active: the user chose that one (plainagent's own, which the Quick start may activate, is no
+    choice of the project's)."""
+    active = environ.get("VIRTUAL_ENV", "")
+    if active and os.path.realpath(active) != os.path.realpath(sys.prefix):
+        return None
+    return next((root / name for name in VENV_NAMES if (root / name / "pyvenv.cfg").is_file()), None)
 
 
 def start(command: str, cwd: Path, env: dict[str, str], confine: list[str] = ()) -> tuple[subprocess.Popen, int | None,
