@@ -46,10 +46,10 @@ if __name__ == "__main__":
     start_up.begin()  # the kernel asked about namespaces meanwhile, no garbage looked for in what loads and stays
 
 import prompt  # the words the model reads
-from harness.cli.commands import answered, repl
 from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task, writable_by_commands
 from harness.cli.display import ActivityLog, LiveReply, indented, log, show_answer, show_start
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
+from harness.cli.repl import not_done_as_asked, repl
 from harness.cli.terminal import TerminalConfirm, ask_user
 from harness.commands.git_history import GitHistory, git_folder
 from harness.commands.guard import DEFAULT_RULES, parse_rules
@@ -142,7 +142,7 @@ class BareHistory:
 
 
 class Watchdog:
-    """One task's guards against a model that is stuck: replies whose calls cannot be read, MAX_FORMAT_ERRORS
+    """One task's guards against a model that is stuck: replies whose first call cannot be read, MAX_FORMAT_ERRORS
     in a row, end the task; the same call MAX_REPEATS times in a row is refused (its result will not change)."""
 
     def __init__(self):
@@ -317,7 +317,7 @@ def attempt(session: Session, task: str) -> int:
         session.record_ending(f"That task failed: {line}")  # the REPL session goes on
         return FAILED
     show_answer(answer, session.model.display)  # on stdout, unless it was seen as it streamed
-    return NOT_DONE if answered(session) else DONE  # the token line; and what nobody could be asked about, if any
+    return NOT_DONE if not_done_as_asked(session) else DONE  # (and the token line)
 
 
 if __name__ == "__main__":

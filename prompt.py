@@ -139,4 +139,4 @@ tool calls or what they returned. You can only read. Look as far as the task nee
 without calls: specific (paths, line numbers, names, short quotes) and brief, at most about 300 words.
 
 Task: {task}"""
-FORMAT_LIMIT = "Stopped: the model wrote {n} replies in a row whose tool calls could not be read."
+FORMAT_LIMIT = "Stopped: the model wrote {n} replies in a row whose first tool call could not be read."

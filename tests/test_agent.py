@@ -98,7 +98,7 @@ def test_an_unreadable_call_gets_the_right_form_with_an_example(tmp_path):
 
 def test_three_format_errors_in_a_row_end_the_task(tmp_path):
     session, _ = make_session(tmp_path, "tool: nope", "read_file({\"path\": 1})", '{"name": "read_file", "arguments": {}}')
-    with pytest.raises(TaskStopped, match="3 replies in a row whose tool calls could not be read"):
+    with pytest.raises(TaskStopped, match="3 replies in a row whose first tool call could not be read"):
         session.run("go")
 
 

@@ -3,8 +3,8 @@
 from fake_endpoint import FakeEndpoint
 
 from agent import build_session
-from harness.cli.commands import run_slash_command
 from harness.cli.config import Config
+from harness.cli.repl import run_slash_command
 from harness.files.workspace import Workspace
 from harness.model.client import Client
 

@@ -7,8 +7,8 @@ import pytest
 import responses
 
 from agent import AnswerIncomplete, build_session
-from harness.cli.commands import run_slash_command
 from harness.cli.config import Config
+from harness.cli.repl import run_slash_command
 from harness.model.client import Client
 from harness.model.stream import read_stream
 from tools import Workspace

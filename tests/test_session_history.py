@@ -117,9 +117,20 @@ def test_a_missing_or_placeholder_count_changes_nothing(usage):
 def test_a_server_that_cuts_prompts_silently_is_warned_about_once():
     budget, messages = Budget(32_000), [{"role": "user", "content": "a" * 60_000}]
     warning = budget.calibrate(messages, {"prompt_tokens": 2048})
-    assert "cut long prompts silently" in warning and "OLLAMA_CONTEXT_LENGTH" in warning
+    assert warning == ("The server counted 2,048 prompt tokens for a request of about 20,004: it seems to cut long "
+                       "prompts silently (Ollama does, at its default context), so the model did not see the whole "
+                       "conversation. The context budget is now 2,048 tokens, and the history is compacted to fit. "
+                       "To give the model more, raise the server's context (Ollama: OLLAMA_CONTEXT_LENGTH or the "
+                       "model's num_ctx; llama.cpp: --ctx-size; LM Studio: the model's context length) and set "
+                       "--context-tokens to match.")
     assert budget.calibrate(messages, {"prompt_tokens": 2048}) is None
     assert budget.bytes_per_token == 3.0  # a truncated count is not a calibration
+    assert budget.tokens == 2048  # the server's figure is the budget from now on
+
+
+def test_a_cut_prompt_never_takes_the_budget_below_its_minimum():
+    budget, messages = Budget(32_000), [{"role": "user", "content": "a" * 60_000}]
+    assert budget.calibrate(messages, {"prompt_tokens": 1024}) and budget.tokens == 2000
 
 
 # --- refusals for length ---

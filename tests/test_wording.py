@@ -7,9 +7,9 @@ import argparse
 import pytest
 import responses
 
-from harness.cli.commands import is_command, run_slash_command
 from harness.cli.config import ConfigError, load_config
 from harness.cli.display import summarize
+from harness.cli.repl import is_command, run_slash_command
 from harness.commands import shell
 from harness.common.seam_types import ChatError
 from harness.files.workspace import Workspace

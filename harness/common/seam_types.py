@@ -13,7 +13,8 @@ RAN_TO_LIMIT = 0.8  # a reply cut off with this share of its limit written ran t
 class TaskEnded(Exception):
     """A task ended without an answer; str(error) is the one line the user sees (and a sub-agent's parent reads).
     The family: ChatError (a model call failed), and agent.py's TaskStopped (the loop stopped) and AnswerIncomplete
-    (the model stopped without an answer); agent.py's `attempt` catches them all, in one place, and exits 1."""
+    (the model stopped without an answer); agent.py's `attempt` catches them all, in one place, and exits 1 (a
+    sub-agent's: run_subagent, for its delegate call's result)."""
 
 
 class ChatError(TaskEnded):

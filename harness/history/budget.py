@@ -95,10 +95,13 @@ class Budget:
         if not cut or tokens < MIN_REAL_WINDOW or self.warned_truncation:
             return None  # a jump not learnt, a placeholder count (some proxies and test servers send one), or said
         self.warned_truncation = True
+        self.tokens = min(self.tokens, max(tokens, MIN_BUDGET))  # the server's figure: what it keeps of a prompt
         return (f"The server counted {tokens:,} prompt tokens for a request of about {self.estimate(messages):,}: "
-                "it seems to cut long prompts silently (Ollama does, at its default window), so the model does not "
-                "see the whole conversation. Raise the server's context window (Ollama: OLLAMA_CONTEXT_LENGTH) "
-                f"and set --context-tokens to match, or set --context-tokens below {tokens:,}.")
+                "it seems to cut long prompts silently (Ollama does, at its default context), so the model did not "
+                f"see the whole conversation. The context budget is now {self.tokens:,} tokens, and the history is "
+                "compacted to fit. To give the model more, raise the server's context (Ollama: OLLAMA_CONTEXT_LENGTH "
+                "or the model's num_ctx; llama.cpp: --ctx-size; LM Studio: the model's context length) and set "
+                "--context-tokens to match.")
 
     def refused(self, messages: list[dict], limit: int | None, counted: int | None = None) -> None:
         """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit; the

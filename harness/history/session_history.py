@@ -195,8 +195,9 @@ class SessionHistory:
         """After a request that was answered: record it, and learn the server's bytes per token from it."""
         self.transcript.write("request", usage=reply.usage, seconds=round(seconds, 3),
                               estimate=self.budget.estimate(self.messages))
-        if warning := self.budget.calibrate(self.messages, reply.usage):
+        if warning := self.budget.calibrate(self.messages, reply.usage):  # a prompt the server cut: its window
             self.log(f"plainagent: {warning}")
+            self.transcript.write("budget", tokens=self.budget.tokens, reason="the server cut the prompt silently")
         if reply.finish_reason != "length":  # a cut reply says nothing of the room it would have taken
             self.budget.answered(reply_tokens(reply, self.budget.bytes_per_token))
         self.ran_away = reply.finish_reason == "length" and reply.ran_to_limit()

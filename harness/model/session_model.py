@@ -82,14 +82,14 @@ class SessionModel:
     def chat_unshown(self, messages: list[dict]) -> Reply:
         """A model call that is not a turn (compaction's summary): counted, but neither shown nor fitted."""
         try:
-            reply = self.ask(messages)
+            reply = self.call(messages)
         except KeyboardInterrupt:
             self.count(messages, Reply(""))
             raise
         self.count(messages, reply)
         return reply
 
-    def ask(self, messages: list[dict], show: Callable[[str, str], None] | None = None) -> Reply:
+    def call(self, messages: list[dict], show: Callable[[str, str], None] | None = None) -> Reply:
         """The client's chat, with the most tokens its reply may hold: the user's limit (--max-reply-tokens), and
         never more than the budget leaves beside the request (a server refuses a request whose limit passes its
         window). A client without a limit of its own (a test's) is asked as the bare model is."""
@@ -105,7 +105,7 @@ class SessionModel:
     def send(self, messages: list[dict], received: list[str]) -> Reply:
         """The client's reply, shown as it streams in; `received` keeps its pieces, for the count if interrupted."""
         if self.display is None:
-            return self.ask(messages)
+            return self.call(messages)
 
         def show(kind: str, text: str) -> None:
             if kind == "restart":  # the client asks again: what came of the earlier attempt is gone
@@ -116,7 +116,7 @@ class SessionModel:
 
         self.display.start()
         try:
-            return self.ask(messages, show)
+            return self.call(messages, show)
         finally:  # also when interrupted: the next line starts on a line of its own
             self.display.finish()
 

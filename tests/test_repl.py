@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from agent import build_session
-from harness.cli import commands
-from harness.cli.commands import run_slash_command
+from harness.cli import repl
 from harness.cli.config import Config
+from harness.cli.repl import run_slash_command
 from harness.common.programs import distrust
 from harness.common.seam_types import ToolCall
 from harness.files.workspace import Workspace
@@ -91,9 +91,9 @@ def test_a_long_text_goes_through_the_pager_at_a_terminal(session, tmp_path, mon
     pager.write_text(f"import sys\nopen({str(kept)!r}, 'w').write(sys.stdin.read())\n")
     monkeypatch.setenv("PAGER", f"{sys.executable} {pager}")
     monkeypatch.setenv("LINES", "10")
-    monkeypatch.setattr(commands, "at_terminal", lambda: True)
+    monkeypatch.setattr(repl, "at_terminal", lambda: True)
     logged = []
-    monkeypatch.setattr(commands, "log", logged.append)
+    monkeypatch.setattr(repl, "log", logged.append)
     (session.tools.workspace.root / "a.txt").write_text("".join(f"line {n}\x1b[2J\n" for n in range(20)))
     call(session, "read_file", path="a.txt")
     assert run_slash_command(session, "/show") == ""
@@ -114,8 +114,8 @@ def test_in_a_resumed_session_undo_and_diff_say_why_they_find_nothing(session):
 def test_a_pager_that_cannot_run_leaves_the_text_in_the_log(session, monkeypatch):
     monkeypatch.setenv("PAGER", "no-such-pager-here")
     monkeypatch.setenv("LINES", "5")
-    monkeypatch.setattr(commands, "at_terminal", lambda: True)
-    monkeypatch.setattr(commands, "log", lambda line: None)
+    monkeypatch.setattr(repl, "at_terminal", lambda: True)
+    monkeypatch.setattr(repl, "log", lambda line: None)
     (session.tools.workspace.root / "a.txt").write_text("".join(f"{n}\n" for n in range(10)))
     call(session, "read_file", path="a.txt")
     assert run_slash_command(session, "/show") == ("(the pager 'no-such-pager-here' was not run: no such program on "
@@ -144,9 +144,9 @@ def test_a_pager_inside_the_workspace_is_not_run_and_the_text_is_shown(session, 
         monkeypatch.setenv("PAGER", "less")
         monkeypatch.setenv("PATH", str(less.parent))
     monkeypatch.setenv("LINES", "5")
-    monkeypatch.setattr(commands, "at_terminal", lambda: True)
+    monkeypatch.setattr(repl, "at_terminal", lambda: True)
     logged = []
-    monkeypatch.setattr(commands, "log", logged.append)
+    monkeypatch.setattr(repl, "log", logged.append)
     (root / "a.txt").write_text("".join(f"{n}\n" for n in range(10)))
     call(session, "read_file", path="a.txt")
     shown = run_slash_command(session, "/show")

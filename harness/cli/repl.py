@@ -32,10 +32,10 @@ from harness.common.text_files import decode, is_text, split_lines
 from harness.files.edits import unified_diff
 
 
-def answered(session) -> bool:
-    """After an answer: the token line; and True when nobody could be asked (no terminal) and a write or command
-    was refused: the task did not do what was asked, whatever the model says, and a script must be able to tell
-    (agent.py's attempt exits NOT_DONE)."""
+def not_done_as_asked(session) -> bool:
+    """After an answer, the token line; and True when nobody could be asked (no terminal) and a write, command or
+    fetch was refused: the task did not do what was asked, whatever the model says, and a script must be able to
+    tell (agent.py's attempt exits NOT_DONE)."""
     log(describe_tokens(session.model))
     unasked = getattr(session.tools.permissions.ask, "unasked", None)
     if not unasked:
@@ -68,7 +68,7 @@ def repl(session, attempt: Callable[[object, str], int]) -> int:
         if not is_text(task):
             log("plainagent: that line is not UTF-8 text, so it was not sent.")
         elif not is_command(task):
-            getattr(session.tools.permissions.ask, "unasked", []).clear()  # this task's own, for answered()
+            getattr(session.tools.permissions.ask, "unasked", []).clear()  # this task's own, for not_done_as_asked()
             attempt(session, task)
         else:
             try:
