@@ -247,3 +247,13 @@ def test_a_lone_surrogate_in_a_streamed_reply_is_repaired_as_in_a_whole_one(agen
     log.read_bytes().decode("utf-8")  # every line of the transcript is UTF-8
     loaded = load(log)
     assert loaded.warnings == [] and loaded.messages[-1] == {"role": "assistant", "content": "Done: a\ufffdb and 😀."}
+
+
+def test_with_no_stream_the_words_before_a_call_are_shown_too(install, project):
+    """A whole reply is shown as its stream would have been: the words before a call, the call as its log line."""
+    with FakeEndpoint([f"Let me create it.\n{CREATE_NOTES}", "Created notes.md."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "write notes", "--yes", "--no-stream")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Created notes.md.\n"
+    assert "\nLet me create it.\n→ edit_file(path=\"notes.md\", old_str=\"\", new_str=\"hi\\n\")\n" in done.stderr
+    assert "tool: edit_file" not in done.stderr

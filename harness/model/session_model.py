@@ -116,7 +116,12 @@ class SessionModel:
 
         self.display.start()
         try:
-            return self.call(messages, show)
+            reply = self.call(messages, show)
+            if not reply.streamed:  # a whole reply (--no-stream): shown at once, as its stream would have been
+                for kind, text in (("reasoning", reply.reasoning), ("text", reply.text)):
+                    if text:
+                        self.display.show(kind, text)
+            return reply
         finally:  # also when interrupted: the next line starts on a line of its own
             self.display.finish()
 
