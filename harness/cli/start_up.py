@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import atexit
 import gc
-import importlib.util
-import platform
 import sys
 from pathlib import Path
 
@@ -22,9 +20,9 @@ REQUIREMENTS = Path(__file__).resolve().parents[2] / "requirements.txt"
 
 def begin() -> None:
     """Before the modules load (agent.py, run as a program)."""
-    check_python()
-    start_probe()
+    start_probe()  # first: the child is a copy of this process, small while little has loaded
     gc.disable()
+    check_python()
     atexit.register(gc.freeze)  # atexit runs before the interpreter's last collection, which then looks at nothing
 
 
@@ -39,11 +37,19 @@ def check_python() -> None:
     """Exit with one line (USAGE) if this Python is too old, or lacks what requirements.txt names: most often
     another project's venv is active, or the system's Python was used instead of plainagent's venv."""
     if sys.version_info < (3, 11):  # noqa: UP036  (the one place an older Python reaches)
-        sys.stderr.write(f"plainagent: needs Python 3.11 or newer; {sys.executable} is {platform.python_version()}. "
-                         "Run it with a newer Python (the README's Quick start makes a venv with one).\n")
+        version = ".".join(map(str, sys.version_info[:3]))
+        sys.stderr.write(f"plainagent: needs Python 3.11 or newer; {sys.executable} is {version}. Run it with a "
+                         "newer Python (the README's Quick start makes a venv with one).\n")
         sys.exit(USAGE)
-    missing = [package for module, package in (("requests", "requests"), ("dotenv", "python-dotenv"))
-               if importlib.util.find_spec(module) is None]
+    missing = []
+    try:  # loaded here once (the modules below import it first): asking whether it is there would look twice
+        import requests  # noqa: F401
+    except ModuleNotFoundError:
+        missing.append("requests")
+    try:
+        import dotenv  # noqa: F401
+    except ModuleNotFoundError:
+        missing.append("python-dotenv")
     if missing:
         sys.stderr.write(f"plainagent: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed "
                          f"for {sys.executable} (another project's venv?). Run plainagent with the Python of its own "
