@@ -298,10 +298,11 @@ def test_a_stream_that_reports_its_usage_corrects_the_estimate_before_the_window
 def test_a_local_server_cutting_at_its_window_is_known_without_context_tokens(agent_home, project):
     """The default budget (32,000) and llama.cpp at n_ctx 4096, which reports no usage in its stream: a local
     server's own output limit is seldom set, so its cut is taken for the window's end, learnt, and the turn asked
-    again; the last line names the window. (A user found the output limit blamed unless --context-tokens was set.)"""
+    again, with a reply limit of what the window leaves; a reply that runs to that too has filled the window, and
+    the last line names it. (A user found the output limit blamed unless --context-tokens was set.)"""
     huge = "word " * 5000
     with FakeEndpoint([llama_cpp(4096, lambda body: huge)] * 6) as endpoint:
         done = agent_here(agent_home, project, endpoint, "-p", "write a lot")
     assert done.returncode == 1
     assert "cut off: the context window is full" in done.stderr and "output token limit" not in done.stderr
-    assert len(endpoint.received) == 3
+    assert [request.body["max_tokens"] < 4096 for request in endpoint.received] == [False, True]

@@ -72,10 +72,18 @@ def test_a_stream_that_runs_past_its_limit_is_read_no_further():
     events = stream_events("again " * 2000, pieces=2000, finish_reason=None)
     chunks = iter([f"data: {json.dumps(event)}\n\n".encode() for event in events])
     shown = []
-    streamed = read_stream(chunks, lambda kind, text: shown.append(text), max_chars=600)
-    assert streamed.finish_reason == "length"
+    streamed = read_stream(chunks, lambda kind, text: shown.append(text), max_bytes=600)
+    assert streamed.finish_reason == "length" and streamed.overran
     assert 600 < len("".join(streamed.text)) <= 606 and "".join(shown) == "".join(streamed.text)
     assert next(chunks, None) is not None  # the rest was never read
+
+
+def test_the_limit_is_counted_in_bytes_so_text_of_any_script_is_cut_near_it():
+    """A CJK character is about a token, and three bytes: counted in characters, such a reply ran on eight times."""
+    events = stream_events("再来一次" * 2000, pieces=2000, finish_reason=None)
+    chunks = iter([f"data: {json.dumps(event)}\n\n".encode() for event in events])
+    streamed = read_stream(chunks, max_bytes=600)
+    assert 600 < len("".join(streamed.text).encode()) <= 624
 
 
 class Scripted:
@@ -112,7 +120,7 @@ def test_a_reply_that_ran_to_its_limit_is_no_full_window_and_is_kept_cut():
     kept = history.messages[-1]["content"]
     assert kept == RUNAWAY[:RAN_AWAY_KEPT] + (f"\n(... {len(RUNAWAY) - RAN_AWAY_KEPT:,} more characters of this reply "
                                               "were cut here: it ran to its limit without a call.)")
-    assert "without a tool call or an end" in reply.no_answer(RUNAWAY) and "8,192 tokens" in reply.no_answer(RUNAWAY)
+    assert reply.no_answer(RUNAWAY).startswith("The model's reply ran to its limit of 8,192 tokens (--max-reply-tokens)")
     history.add("user", "(That task failed.)\n\nsay hi")
     history.add("assistant", "Hi.")  # the next reply is kept whole
     assert history.messages[-1]["content"] == "Hi."
@@ -136,8 +144,71 @@ def test_a_local_model_that_never_stops_ends_its_task_with_its_own_line_and_the_
         done = agent(install, project, endpoint, "-p", "say hi", "--max-reply-tokens", "300")
         took = time.monotonic() - started
     assert done.returncode == 1, done.stderr
-    assert ("plainagent: The model wrote about " in done.stderr and " tokens without a tool call or an end, as many "
-            "as a reply may hold (--max-reply-tokens): it may be repeating itself." in done.stderr)
+    assert ("plainagent: The model's reply ran to its limit of 300 tokens (--max-reply-tokens) without a tool call "
+            "or an end: it may be repeating itself." in done.stderr)
     assert "compact" not in done.stderr.lower() and "context budget" not in done.stderr
     assert endpoint.received[0].body["max_tokens"] == 300 and len(endpoint.received) == 1
     assert took < 30
+
+
+@pytest.mark.parametrize("usage", [{"prompt_tokens": 368, "completion_tokens": 3}, {}])
+def test_a_runaway_the_client_cut_is_one_whatever_its_usage_says(usage):
+    """A count of one piece, not of the reply (some servers send it with each chunk): the cut was the client's."""
+    history = SessionHistory([{"role": "system", "content": "s"}], 32_000)
+    reply = Reply(RUNAWAY, finish_reason="length", usage=usage, overran=True)
+    assert SessionModel(Scripted([reply]), history=history).chat(history.messages) is reply
+    assert reply.ran_to_limit() and not reply.window_full and history.budget.tokens == 32_000
+
+
+def test_a_whole_reply_far_longer_than_its_count_is_measured_by_its_bytes():
+    reply = Reply("x" * 200_000, finish_reason="length", usage={"completion_tokens": 5}, limit=8192)
+    assert reply.tokens() == 66_667 and reply.ran_to_limit()
+
+
+def test_a_reply_that_runs_to_the_room_the_budget_left_has_filled_the_window_and_nothing_is_learnt():
+    """--context-tokens 3000: the limit asked is what the budget leaves; a reply that runs to it is the window's
+    end, said so, with no budget learnt from it and no compaction."""
+    history = SessionHistory([{"role": "system", "content": "s" * 3000}, {"role": "user", "content": "t" * 3000}],
+                             3000)
+    reply = Reply("word " * 2000, finish_reason="length", usage={"prompt_tokens": 1367, "completion_tokens": 1000})
+    client = Scripted([reply])
+    SessionModel(client, history=history).chat(history.messages)
+    assert client.limits[0] < 8192 and reply.window_full and history.budget.tokens == 3000
+    assert "the context window is full" in reply.no_answer(reply.text)
+
+
+@responses.activate
+@pytest.mark.parametrize("message, cap", [
+    ("max_tokens is too large: 20000. This model supports at most 16384 completion tokens, whereas you provided "
+     "20000.", 16384),  # OpenAI
+    ("Invalid max_tokens value, the valid range of max_tokens is [1, 8192]", 8192),  # DeepSeek
+    ("'max_tokens' or 'max_completion_tokens' is too large: 8192. This model's maximum context length is 4096 tokens "
+     "and your request has 500 input tokens (8192 > 4096 - 500).", 3596),  # vLLM
+])
+def test_a_limit_whose_value_is_refused_is_asked_again_at_the_most_the_server_states(message, cap):
+    responses.post(f"{URL}/chat/completions", status=400, json={"error": {"message": message}})
+    responses.post(f"{URL}/chat/completions", json=completion("Hi."))
+    responses.post(f"{URL}/chat/completions", json=completion("Again."))
+    lines = []
+    client = Client(URL, "sk-test", "m", reply_tokens=20000, log=lines.append)
+    assert client.chat(MESSAGES, limit=20000).text == "Hi." and client.chat(MESSAGES, limit=20000).text == "Again."
+    assert [sent(call).get("max_tokens") for call in responses.calls] == [20000, cap, cap]
+    assert lines == [f"m takes replies of at most {cap:,} tokens; asking for that"]
+
+
+@responses.activate
+def test_a_newer_model_that_refuses_max_completion_tokens_is_asked_with_max_tokens():
+    refused = {"error": {"message": "Unsupported parameter: 'max_completion_tokens'"}}
+    responses.post(f"{URL}/chat/completions", status=400, json=refused)
+    responses.post(f"{URL}/chat/completions", json=completion("Hi."))
+    assert Client(URL, "sk-test", "o3-mini", reply_tokens=4000).chat(MESSAGES, limit=4000).text == "Hi."
+    assert sent(responses.calls[1]).get("max_tokens") == 4000
+
+
+def test_a_refusal_for_length_that_the_replys_limit_explains_leaves_the_estimate_alone():
+    """The prompt fits; prompt and max_tokens together do not: the window is learnt, not a smaller token."""
+    from harness.history.budget import Budget
+
+    budget, messages = Budget(32_000), [{"role": "user", "content": "a" * 1500}]
+    budget.refused(messages, 16_385, None, asked=19_000)
+    assert budget.tokens == 16_385 and budget.bytes_per_token == 3.0

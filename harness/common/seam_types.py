@@ -42,6 +42,7 @@ class Reply:
     streamed: bool = False  # the text was handed to on_delta piece by piece as it arrived
     window_full: bool = False  # cut off ("length") at the end of the context window, not at an output limit
     limit: int | None = None  # the most tokens the reply was asked to hold (max_tokens), if any
+    overran: bool = False  # the client read it no further: it ran far past its limit (a server that ignores it)
 
     def no_answer(self, text: str) -> str | None:
         """Why this reply, which calls no tool, is no answer (`text` is what it says, reasoning left out); None
@@ -51,10 +52,10 @@ class Reply:
                     "did not fit in it together), even after compacting. Start a new session (/reset in the REPL), "
                     "ask for a shorter answer, or give the model a larger window (the server's context size, and "
                     "--context-tokens to match).")
-        if self.finish_reason == "length" and self.limit and self.ran_to_limit():
-            return (f"The model wrote about {self.tokens():,} tokens without a tool call or an end, as many as a "
-                    "reply may hold (--max-reply-tokens): it may be repeating itself. Ask again, perhaps for a "
-                    "smaller step; if the answer really is that long, raise PLAINAGENT_MAX_REPLY_TOKENS.")
+        if self.finish_reason == "length" and self.ran_to_limit():
+            return (f"The model's reply ran to its limit of {self.limit:,} tokens (--max-reply-tokens) without a tool "
+                    "call or an end: it may be repeating itself. Ask again, perhaps for a smaller step; if the answer "
+                    "really is that long, raise PLAINAGENT_MAX_REPLY_TOKENS.")
         if self.finish_reason == "length":
             return ("The model's answer was cut off at its output token limit, so it is incomplete. Ask it to go "
                     "on, or to answer more briefly. (If the server's context window is smaller than plainagent's "
@@ -71,15 +72,17 @@ class Reply:
         return None
 
     def tokens(self) -> int:
-        """The reply's tokens: the server's count, or an estimate (3 bytes a token, text and reasoning)."""
+        """The reply's tokens: the server's count, or an estimate (3 bytes a token, text and reasoning) where it
+        counted none, or too few for what it sent (no token is 8 bytes: a count of a piece, not of the reply)."""
         counted = self.usage.get("completion_tokens") if isinstance(self.usage, dict) else None
         written = len((self.text + self.reasoning).encode("utf-8", errors="replace"))
-        return counted if isinstance(counted, int) and counted > 0 else round(written / 3)
+        plausible = isinstance(counted, int) and counted > 0 and 8 * counted >= written
+        return counted if plausible else round(written / 3)
 
     def ran_to_limit(self) -> bool:
         """Whether a reply cut off ("length") stopped at the limit it was asked for (most of it, at least: the
         estimate may fall short), rather than at the end of the window."""
-        return bool(self.limit) and self.tokens() >= RAN_TO_LIMIT * self.limit
+        return self.overran or (bool(self.limit) and self.tokens() >= RAN_TO_LIMIT * self.limit)
 
 
 @dataclass

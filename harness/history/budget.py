@@ -103,15 +103,19 @@ class Budget:
                 "or the model's num_ctx; llama.cpp: --ctx-size; LM Studio: the model's context length) and set "
                 "--context-tokens to match.")
 
-    def refused(self, messages: list[dict], limit: int | None, counted: int | None = None) -> None:
+    def refused(self, messages: list[dict], limit: int | None, counted: int | None = None,
+                asked: int | None = None) -> None:
         """Learn from a refusal for length: the window is at most `limit`, and these messages did not fit; the
-        server counted them as `counted` tokens, if it said (then that is this server's bytes per token)."""
+        server counted them as `counted` tokens, if it said (then that is this server's bytes per token). With
+        `asked`, the reply's limit the request carried: when the two together pass the window, the estimate was
+        right, and only the window is learnt (the next reply's limit is what the budget leaves)."""
         sent = self.estimate(messages)
         self.tokens = min(self.tokens, limit or sent)
         per_token = size_in_bytes(messages) / counted if counted else 0
         if 1.0 <= per_token <= TRUNCATION_BYTES_PER_TOKEN:
             self.bytes_per_token = per_token
-        elif sent <= COMPACT_AT * self.tokens:  # we thought it fitted: this server's tokens are smaller than ours
+        elif sent <= COMPACT_AT * self.tokens and not (asked and limit and sent + asked > limit):
+            # we thought it fitted, and the reply's limit does not explain it: this server's tokens are smaller
             self.bytes_per_token *= 0.9 * sent / self.tokens
 
     def window_full(self, messages: list[dict], reply_tokens: int, usage: dict) -> bool:

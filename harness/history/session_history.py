@@ -156,10 +156,11 @@ class SessionHistory:
         self.compact()
         self.fit_request()
 
-    def refused(self, error: ChatError, last: bool = False) -> bool:
+    def refused(self, error: ChatError, last: bool = False, asked: int | None = None) -> bool:
         """After a failed request: True if it was a refusal for length, now survived (the budget lowered to
         the window the server states, the history fitted to it), so the same turn can be sent again; False
-        for any other failure. `last`: no more tries are left, so the refusal is the task's end, in one line."""
+        for any other failure. `last`: no more tries are left, so the refusal is the task's end, in one line;
+        `asked`: the reply's limit the request carried (max_tokens), which the window must hold too."""
         is_refusal, limit = window_refusal(error)
         if not is_refusal:
             return False
@@ -168,7 +169,7 @@ class SessionHistory:
             raise ChatError(f"{error} The history was compacted to about {self.budget.estimate(self.messages):,} "
                             "tokens and still does not fit; start a new session, or give a smaller "
                             "--context-tokens.") from None
-        self.lower_budget(error, limit)
+        self.lower_budget(error, limit, asked)
         self.fit()
         return True
 
@@ -178,8 +179,8 @@ class SessionHistory:
         fitted to it, so the same turn can be asked again; the reply is marked `window_full` either way. False
         for a reply cut at the server's own output limit, and on the `last` try (the task ends, saying which)."""
         tokens = reply_tokens(reply, self.budget.bytes_per_token)
-        if reply.ran_to_limit() or not self.budget.window_full(self.messages, tokens, reply.usage):
-            return False  # its own limit (--max-reply-tokens), or the server's: the window is as it was
+        if reply.window_full or reply.ran_to_limit() or not self.budget.window_full(self.messages, tokens, reply.usage):
+            return False  # its limit (--max-reply-tokens, or the room the budget left), or the server's own
         reply.window_full = True
         if last:
             return False
@@ -202,8 +203,8 @@ class SessionHistory:
             self.budget.answered(reply_tokens(reply, self.budget.bytes_per_token))
         self.ran_away = reply.finish_reason == "length" and reply.ran_to_limit()
 
-    def lower_budget(self, error: ChatError, limit: int | None) -> None:
-        self.budget.refused(self.messages, limit, stated_prompt(error))
+    def lower_budget(self, error: ChatError, limit: int | None, asked: int | None = None) -> None:
+        self.budget.refused(self.messages, limit, stated_prompt(error), asked)
         window = f" of {limit:,} tokens" if limit else ""
         self.log(f"The server refused the request as too long for the model's context window{window}; "
                  f"the context budget is now {self.budget.tokens:,} tokens. Compacting and sending it again.")

@@ -30,11 +30,13 @@ from harness.model.replies import (
     is_quota_exhausted,
     one_line,
     parse_completion,
+    rejected_parameter,
+    reply_cap,
     retry_after,
     server_message,
     token_counts,
 )
-from harness.model.stream import StreamCut, StreamError, read_stream
+from harness.model.stream import FirstEvent, StreamCut, StreamError, read_stream
 
 # Statuses worth another try: the request may well succeed a moment later. 400/401/403/404/422 never do.
 RETRY_STATUSES = {408, 409, 429, 500, 502, 503, 504, 529}
@@ -46,7 +48,7 @@ MODEL_NOT_FOUND = re.compile(r"model_not_found|model\b.{0,80}\b(?:does not exist
 # Parameters we can do without: a server that rejects one (a 400 naming it) is sent requests without it (max_tokens:
 # with max_completion_tokens instead; without both, a stream is still read no further than STREAM_SLACK allows).
 OPTIONAL_PARAMETERS = ("stream_options", "stop", "max_tokens", "max_completion_tokens")
-STREAM_SLACK = 8  # characters a token, at most, before a reply is taken for one that never stops (tokens run 3-4)
+STREAM_SLACK = 8  # bytes a token, at most, before a reply is taken for one that never stops (tokens run 1-4)
 
 
 class Client(BareModel):
@@ -96,6 +98,7 @@ class Client(BareModel):
         self.reply_tokens, self.limit = reply_tokens, None  # the most a reply may hold; the current request's
         self.stream = stream
         self.rejected: dict[str, set[str]] = {}  # model -> the optional parameters it refused with a 400
+        self.caps: dict[str, int] = {}  # model -> the most tokens it said a reply may ask for
         self.stream_grace = stream_grace
         self.sleep = sleep
         self.log = lambda line: log(self.hide_credentials(line))
@@ -118,20 +121,25 @@ class Client(BareModel):
         self.limit = limit  # what a stream is read up to, whether the server took it or not
         try:
             response = self._post_with_retries(body, on_delta)
-            while response.status_code == 400 and (rejected := rejected_parameter(body, response)):
-                # `stop`, a stream's usage and the reply's limit are only optimisations: this model does without.
-                self.rejected.setdefault(self.model, set()).add(rejected)
-                del body[rejected]
-                body.update(instead := {key: value for key, value in self.options(self.model, limit).items()
-                                        if key not in body and key == "max_completion_tokens"})
-                self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests "
-                         + (f"with '{next(iter(instead))}' instead" if instead else "without it"))
+            while response.status_code == 400 and (rejected := rejected_parameter(body, response, OPTIONAL_PARAMETERS)
+                                                    or reply_cap(body, response)):
+                if isinstance(rejected, int):  # the limit's value refused ("at most 16384"): asked with that
+                    self.caps[self.model] = self.limit = rejected
+                    body.update(self.options(self.model, rejected))
+                    self.log(f"{self.model} takes replies of at most {rejected:,} tokens; asking for that")
+                else:  # `stop`, a stream's usage and the reply's limit are only optimisations: it does without
+                    self.rejected.setdefault(self.model, set()).add(rejected)
+                    del body[rejected]
+                    body.update(instead := {key: value for key, value in self.options(self.model, limit).items()
+                                            if key not in body and key.startswith("max_")})
+                    self.log(f"{self.model} rejects the '{rejected}' parameter; sending requests "
+                             + (f"with '{next(iter(instead))}' instead" if instead else "without it"))
                 response = self._post_with_retries(body, on_delta)
             if response.status_code != 200:
                 raise ChatError(self._describe_failure(response), response.status_code, server_message(response),
                                 error_body(response))
             reply = getattr(response, "streamed", None) or parse_completion(response, self.url)
-            reply.limit = limit
+            reply.limit = self.limit
             return reply
         except ChatError as error:  # a server may echo the URL back, credentials and all
             error.args = (self.hide_credentials(str(error)),)
@@ -146,9 +154,10 @@ class Client(BareModel):
         newer = NO_STOP_MODELS.match(model.rsplit("/", 1)[-1])  # OpenAI's reasoning models: no stop, no max_tokens
         takes_stop = not newer and "stop" not in rejected
         parameters: dict = {"stop": self.stop} if self.stop and takes_stop else {}
-        named = "max_completion_tokens" if newer or "max_tokens" in rejected else "max_tokens"
-        if limit and named not in rejected:
-            parameters[named] = limit
+        named = next((name for name in (("max_completion_tokens", "max_tokens") if newer else
+                                        ("max_tokens", "max_completion_tokens")) if name not in rejected), None)
+        if limit and named:  # the one the model takes: max_completion_tokens for OpenAI's newer ones, first
+            parameters[named] = min(limit, self.caps.get(model, limit))
         if self.stream:
             parameters["stream"] = True
             if "stream_options" not in rejected:  # the usage at the end of the stream
@@ -288,7 +297,7 @@ class Client(BareModel):
             chunks.close()  # ends _read_body, and with it the deadline timer
         return Reply(text=repaired("".join(streamed.text)), finish_reason=streamed.finish_reason,
                      usage=token_counts(streamed.usage), native_calls=streamed.native_calls,
-                     reasoning=repaired("".join(streamed.reasoning)), streamed=True)
+                     reasoning=repaired("".join(streamed.reasoning)), streamed=True, overran=streamed.overran)
 
     def _read_body(self, response: requests.Response, give_up_at: float, body: dict) -> Iterator[bytes]:
         """Yield the body as it arrives, decoded, until its end or the deadline; the one way bodies are read.
@@ -393,29 +402,9 @@ class EmptyStream(CutStream):
     """A stream that ended, or broke, before its first event: asked again once, without streaming."""
 
 
-class FirstEvent:
-    """Watches a stream's bytes for the start of its first event: anything but blank lines and comments
-    (`: ping`, which servers send while the model reads a long prompt)."""
-
-    def __init__(self):
-        self.begun = False
-        self.line = b""  # the last line so far, which may still turn out to be a comment
-
-    def see(self, chunk: bytes) -> None:
-        if not self.begun:
-            *lines, self.line = (self.line + chunk).split(b"\n")
-            self.begun = any(line.strip() and not line.lstrip().startswith(b":") for line in (*lines, self.line))
-
-
 def without_streaming(body: dict) -> dict:
     """The same request, asking for the whole reply at once."""
     return {key: value for key, value in body.items() if key not in ("stream", "stream_options")}
-
-
-def rejected_parameter(body: dict, response: requests.Response) -> str | None:
-    """The optional parameter a 400 names, if we sent it: 'Unsupported parameter: stop'."""
-    message = server_message(response).lower()
-    return next((name for name in OPTIONAL_PARAMETERS if name in body and name in message), None)
 
 
 def wait_between_bytes(raw: urllib3.response.HTTPResponse, seconds: float) -> None:

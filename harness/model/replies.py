@@ -9,6 +9,7 @@ import codecs
 import email.utils
 import json
 import math
+import re
 import time
 
 import requests
@@ -278,3 +279,37 @@ def describe_connection_error(error: Exception, url: str) -> str:
     if any(isinstance(link, requests.exceptions.SSLError) for link in chain):
         return f"Could not make a secure connection to {url}: {one_line(str(chain[-1]))}"
     return f"Could not connect to {url}: is the server running and OPENAI_BASE_URL right?"
+
+
+# --- a 400 about a parameter we sent ---
+
+# How servers say a parameter is not theirs (OpenAI, vLLM, llama.cpp, LiteLLM, Azure); a 400 that names max_tokens
+# without such words is about its value ("max_tokens is too large", "the valid range of max_tokens is [1, 8192]").
+UNSUPPORTED = (r"(?i)unsupported|unrecognized|unknown|not supported|extra (?:fields|inputs)|not permitted|"
+               r"not allowed|does not (?:support|accept)|invalid (?:request )?(?:argument|parameter)s?\b")
+# What a refused limit's value says the most is: "at most 16384", "[1, 8192]", "less than or equal to 4096"; vLLM:
+# "maximum context length is 4096 tokens and your request has 500 input tokens" (the rest is the reply's).
+STATED_CAP = (r"(?i)at most (\d+)", r"\[\s*\d+\s*,\s*(\d+)\s*\]", r"(?i)less than or equal to (\d+)")
+WINDOW_AND_INPUT = r"(?i)maximum context length is (\d+) tokens and your request has (\d+) input tokens"
+
+
+def rejected_parameter(body: dict, response: requests.Response, optional: tuple[str, ...]) -> str | None:
+    """The optional parameter a 400 names as one the server does not take, if we sent it: 'Unsupported
+    parameter: stop'. A reply limit whose value it refuses is reply_cap's."""
+    message = server_message(response)
+    named = next((name for name in optional if name in body and name in message.lower()), None)
+    if named and named.startswith("max_") and not re.search(UNSUPPORTED, message):
+        return None
+    return named
+
+
+def reply_cap(body: dict, response: requests.Response) -> int | None:
+    """The most tokens a reply may ask for, by a 400 that refuses the limit's value; None if it says none."""
+    message, asked = server_message(response), body.get("max_tokens") or body.get("max_completion_tokens")
+    if not asked or not re.search(r"max_(?:completion_)?tokens", message):
+        return None
+    if stated := re.search(WINDOW_AND_INPUT, message):
+        cap = int(stated[1]) - int(stated[2])
+    else:
+        cap = next((int(found[1]) for pattern in STATED_CAP if (found := re.search(pattern, message))), None)
+    return cap if cap and 0 < cap < asked else None

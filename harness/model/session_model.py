@@ -67,7 +67,8 @@ class SessionModel:
                 self.count(messages, Reply("".join(received)))
                 raise
             except ChatError as error:  # a refusal for length shrinks the history, and the turn is asked again
-                if self.history is None or not self.history.refused(error, last=n_refusals == MAX_REFUSALS):
+                asked = getattr(self.client, "limit", None)  # the reply's limit: part of what passed the window
+                if self.history is None or not self.history.refused(error, n_refusals == MAX_REFUSALS, asked):
                     raise
                 continue
             self.count(messages, reply)
@@ -98,8 +99,8 @@ class SessionModel:
             return self.client.chat(messages, show) if show else self.client.chat(messages)
         room = self.history.budget.tokens - self.history.budget.estimate(messages) if self.history else most
         reply = self.client.chat(messages, show, limit=max(MIN_REPLY_LIMIT, min(most, room)))
-        if room < most:  # a reply cut at the room the budget left met the window's end, not a limit of its own
-            reply.limit = None
+        if room < most and reply.finish_reason == "length" and reply.ran_to_limit():
+            reply.window_full = True  # it ran to the room the budget left beside the request: the window is full
         return reply
 
     def send(self, messages: list[dict], received: list[str]) -> Reply:

@@ -95,13 +95,15 @@ class Streamed:
     usage: dict = field(default_factory=dict)
     native_calls: list[str] = field(default_factory=list)
     done: bool = False  # [DONE] arrived
+    overran: bool = False  # read no further: it ran past max_bytes, a reply that does not stop
+    n_bytes: int = 0  # of text and reasoning so far, in UTF-8 (a token is 1 to 4 of them, CJK's 3)
 
 
 def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | None = None,
-                on_finish: Callable[[], None] = lambda: None, max_chars: int | None = None) -> Streamed:
+                on_finish: Callable[[], None] = lambda: None, max_bytes: int | None = None) -> Streamed:
     """Read a whole SSE stream; `on_delta(kind, text)` sees each piece as it arrives ("text" or "reasoning"),
     and `on_finish()` is called once, when a finish_reason arrives (the reply is whole; a usage chunk and
-    [DONE] may follow, or a server may hold the stream open). A reply past `max_chars` (text and reasoning) ends
+    [DONE] may follow, or a server may hold the stream open). A reply past `max_bytes` (text and reasoning) ends
     there, as if the server had cut it off ("length"): a server that ignores the reply's limit stops nowhere.
 
     Raises StreamError for an error the server reports, StreamCut when the stream ends before the reply did.
@@ -115,8 +117,8 @@ def read_stream(chunks: Iterable[bytes], on_delta: Callable[[str, str], None] | 
             break  # cut in the middle of an event
         finished = streamed.finish_reason is not None
         take_event(event, streamed, on_delta or (lambda kind, text: None))
-        if not finished and max_chars and sum(map(len, streamed.text + streamed.reasoning)) > max_chars:
-            streamed.finish_reason = "length"  # ours: what follows is more of a reply that runs on
+        if not finished and max_bytes and streamed.n_bytes > max_bytes:
+            streamed.finish_reason, streamed.overran = "length", True  # what follows is more of the same
             on_finish()
             break
         if not finished and streamed.finish_reason is not None:
@@ -149,6 +151,7 @@ def take_event(event: Event, streamed: Streamed, on_delta: Callable[[str, str], 
         piece = delta_text(delta.get(key))
         if piece:  # kept as sent (a pair split between two deltas is joined whole), shown repaired
             (streamed.text if kind == "text" else streamed.reasoning).append(piece)
+            streamed.n_bytes += len(piece.encode("utf-8", errors="replace"))
             on_delta(kind, repaired(piece))
     for call in native_calls(delta.get("tool_calls")):  # only the name matters: we say we never asked for them
         if name := native_call_name(call):  # in a call's first delta; the later ones carry its arguments
@@ -181,3 +184,17 @@ def describe_error(data) -> str:
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return error["message"][:1000]
     return (error if isinstance(error, str) else json.dumps(error, ensure_ascii=False))[:1000]
+
+
+class FirstEvent:
+    """Watches a stream's bytes for the start of its first event: anything but blank lines and comments
+    (`: ping`, which servers send while the model reads a long prompt)."""
+
+    def __init__(self):
+        self.begun = False
+        self.line = b""  # the last line so far, which may still turn out to be a comment
+
+    def see(self, chunk: bytes) -> None:
+        if not self.begun:
+            *lines, self.line = (self.line + chunk).split(b"\n")
+            self.begun = any(line.strip() and not line.lstrip().startswith(b":") for line in (*lines, self.line))
