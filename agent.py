@@ -46,8 +46,10 @@ if __name__ == "__main__":
     start_up.begin()  # the kernel asked about namespaces meanwhile, no garbage looked for in what loads and stays
 
 import prompt  # the words the model reads
-from harness.cli.config import Config, ConfigError, command_boundary, load_config, read_task, writable_by_commands
+from harness.cli.config import (Config, ConfigError, command_boundary, load_config, read_task, remembered_commands,
+                                writable_by_commands)
 from harness.cli.display import ActivityLog, LiveReply, indented, log, show_answer, show_start
+from harness.cli.events import JsonEvents, NoEvents
 from harness.cli.instructions import Instructions, load_instructions, warn_if_large
 from harness.cli.repl import not_done_as_asked, repl
 from harness.cli.terminal import TerminalConfirm, ask_user
@@ -62,7 +64,7 @@ from harness.history.session_history import SessionHistory
 from harness.history.transcript import Loaded, SubagentTranscript, Transcript, TranscriptError, open_session
 from harness.model.client import Client
 from harness.model.session_model import SessionModel
-from harness.modes.permissions import Permissions, describe_mode
+from harness.modes.permissions import Permissions
 from harness.parser.toolcalls import opens_call, parse_reply
 from tools import TOOLS, CallResult, Toolbox
 
@@ -198,16 +200,6 @@ class Session:
                 raise
             raise TaskStopped(prompt.STEP_LIMIT_SET.format(n=self.config.max_steps, where=where)) from None
 
-    def switch_mode(self, mode: str) -> str:
-        """/mode NAME: the model is told, and the system prompt follows (to or from read-only, its tools change)."""
-        permissions = self.tools.permissions
-        before, line = permissions.mode, permissions.switch(mode)
-        if permissions.mode != before:
-            new_prompt = prompt.render_system_prompt(permissions.offered(TOOLS), self.instructions)
-            self.history.messages[0] = {"role": "system", "content": new_prompt}
-            self.notes.append(f"The user switched the session to mode {mode}: it {describe_mode(mode)}.")
-        return line
-
     def resume(self, loaded: Loaded | None) -> None:
         """Take up a transcript's history (if resumed) after the system prompt, and close what a crash left open."""
         if loaded and self.history.resume_from(loaded.messages, loaded.results, loaded.context_tokens):
@@ -233,7 +225,7 @@ def build_session(config: Config, client: Client, workspace: Workspace, permissi
                              opens_call=opens_call)  # the parser's: which of a reply's lines are calls
     model = SessionModel(client, display, history, tokens)
     history.summarize_with = model.chat_unshown  # compaction's summaries are model calls too: counted, not shown
-    history.add("system", prompt.render_system_prompt(permissions.offered(TOOLS), instructions))  # the mode's tools
+    history.add("system", prompt.render_system_prompt(tools.offered(), instructions))  # the mode's tools
     session = Session(config, model, tools, history, list(instructions))
     if not permissions.subagent:  # a sub-agent cannot start sub-agents
         tools.subagent = lambda task: run_subagent(session, task)
@@ -267,22 +259,25 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.stdout.reconfigure(errors="backslashreplace")  # whatever the text holds, printing it never fails
     args = parse_args(argv)
+    events = JsonEvents.take_stdout() if args.json else NoEvents()  # -p --json: stdout is JSON Lines (cli/events.py)
     try:
         config = load_config(args, dict(os.environ), Path.cwd(), Path(__file__).resolve().parent, ask_user)
         task = read_task(args.task) if args.task is not None else None
         show_start(config, boundary := command_boundary(config))  # from here on nothing shown holds the key
+        events.start(config, boundary)
         distrust(writable_by_commands(config, boundary))  # plainagent runs no program found where commands write
         if is_writable(CHECKOUT):  # plainagent's own code among them (-C on itself): none of it is read later
             load_everything()
         transcript, loaded = open_session(config, log)
     except (ConfigError, TranscriptError) as error:
         log(f"plainagent: {error}")  # escaped: a project's .env or a path may hold anything
-        return USAGE
+        return events.end(USAGE)
     except KeyboardInterrupt:  # while asked about a project's .env, or reading the task from stdin
-        return INTERRUPTED
+        return events.end(INTERRUPTED)
     client = Client(config.base_url, config.api_key.value, config.model, stop=config.stop, stream=config.stream,
                     reply_tokens=config.max_reply_tokens, log=log, **config.waits())  # the key, only in its header
-    permissions = Permissions(config.mode, TerminalConfirm(config.workspace), log, fetch=config.fetch)  # who asks
+    asks = TerminalConfirm(config.workspace, remembered_commands(config))  # the user, unless PLAINAGENT_ALLOW says
+    permissions = Permissions(config.mode, asks, log, fetch=config.fetch, refused=events.refused)  # when to ask
     workspace = Workspace(config.workspace, permissions, secret=config.api_key, own_files=[transcript.path],
                           fetch_allow=config.fetch_allow, deny_rules=DEFAULT_RULES + parse_rules(config.deny),
                           passed_env=config.sandbox_env,  # credentials' variables the user lets commands have
@@ -292,9 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     instructions = load_instructions(workspace, dict(os.environ), log)  # once: the prompt stays the same
     session = build_session(config, client, workspace, permissions, instructions, transcript,
                             LiveReply.for_terminal(list(TOOLS)))
+    session.tools.activity = events.watching(session.tools.activity)  # each call an event too, with --json
     warn_if_large(instructions, session.history, log)  # every request carries them, and compaction cannot shrink them
     session.resume(loaded)
-    return repl(session, attempt) if task is None else attempt(session, task)
+    return repl(session, attempt) if task is None else events.end(attempt(session, task), session)
 
 
 def attempt(session: Session, task: str) -> int:

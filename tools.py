@@ -232,6 +232,10 @@ class Toolbox:
         with the reason, not an unknown tool."""
         return list(TOOLS)
 
+    def offered(self) -> dict[str, Callable]:
+        """The tools the mode offers, for the system prompt (the others are refused with the reason when called)."""
+        return self.permissions.offered(TOOLS)
+
     def run(self, call: ToolCall | BadCall, refusal: str | None = None) -> CallResult:
         """Check a call and run it; `refusal` is a reason the loop has not to run it (the same call again)."""
         started = time.monotonic()

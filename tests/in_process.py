@@ -28,7 +28,8 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
     """What `subprocess.run([python, home/agent.py, *argv], cwd=cwd, env=..., input=stdin, capture_output=True,
     text=True)` returns, from main() called here."""
     saved = dict(os.environ), os.getcwd(), (sys.stdin, sys.stdout, sys.stderr), agent.__file__, agent.open_session
-    shown = escapes.secret, display.active  # the key kept from the screen, the live reply log lines make room in
+    shown = escapes.secret, display.active, list(display.listeners)  # the key kept from the screen, the live reply
+    # log lines make room in, who is told each line (-p --json)
     opened = []  # the transcripts the run opened: the end of a process closes them
 
     def open_session(*args, **kwargs):
@@ -54,7 +55,7 @@ def run_agent(home: Path, cwd: Path, argv: list[str], env: dict[str, str], stdin
         os.chdir(saved[1])
         sys.stdin, sys.stdout, sys.stderr = saved[2]
         agent.__file__, agent.open_session = saved[3], saved[4]
-        escapes.secret, display.active = shown
+        escapes.secret, display.active, display.listeners[:] = shown
         for transcript in opened:
             if transcript.fd is not None:
                 os.close(transcript.fd)

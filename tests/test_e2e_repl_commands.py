@@ -83,6 +83,8 @@ def test_a_prefix_approves_the_commands_that_start_with_it_and_none_that_chain_a
         screen.type("a echo\n")
         screen.expect("(approving, for the rest of this session, each command whose first words are `echo` and that "
                       "holds none of ; & | < > ( ) $ ` nor a line break)\n")
+        screen.expect("Remember `echo` for every session (PLAINAGENT_ALLOW in ")
+        screen.type("n\n")  # for this session only (test_allow.py remembers)
         asked = screen.expect("Allow this command (echo three; echo four)? ")
         assert asked.count("Allow this command") == 1 and "→ run_command(command=\"echo two\")\n  ok: two\n" in asked
         screen.type("n\n")

@@ -8,6 +8,7 @@ from test_agent import ScriptedModel, args
 import agent
 from agent import build_session
 from harness.cli.config import Config, ConfigError, load_config
+from harness.cli.repl import slash_mode
 from harness.cli.terminal import TerminalConfirm
 from harness.files.workspace import Workspace
 from harness.modes.permissions import NETWORK_TOOLS, READ_ONLY, READING_TOOLS, Permissions
@@ -97,10 +98,10 @@ def test_edits_mode_shows_the_diff_in_the_activity_log_without_asking(tmp_path, 
 def test_mode_switches_the_tools_the_prompt_and_tells_the_model(tmp_path):
     session = build_session(Config(model="m"), ScriptedModel("ok"), Workspace(tmp_path))
     full_prompt = session.history.messages[0]["content"]
-    assert session.switch_mode("read-only") == "Mode: read-only (reads only, writes and runs nothing)."
+    assert slash_mode(session, "read-only") == "Mode: read-only (reads only, writes and runs nothing)."
     assert "edit_file(" not in session.history.messages[0]["content"]
     assert session.tools.permissions.refusal("run_command") == READ_ONLY.format(name="run_command")
-    assert session.switch_mode("ask") == "Mode: ask (asks before each write and command)."
+    assert slash_mode(session, "ask") == "Mode: ask (asks before each write and command)."
     assert session.history.messages[0]["content"] == full_prompt
     session.run("go")
     assert session.history.messages[1]["content"] == (
@@ -115,7 +116,7 @@ def test_mode_switches_the_tools_the_prompt_and_tells_the_model(tmp_path):
 def test_mode_without_a_valid_name_changes_nothing(tmp_path, given, line):
     session = build_session(Config(model="m"), ScriptedModel(), Workspace(tmp_path))
     prompt = session.history.messages[0]["content"]
-    assert session.switch_mode(given) == line
+    assert slash_mode(session, given) == line
     assert session.tools.permissions.mode == "ask" and session.history.messages[0]["content"] == prompt and not session.notes
 
 

@@ -65,6 +65,7 @@ def test_escaped_text_is_all_printable_and_printable_text_is_unchanged():
 # --- what the user is asked ---
 
 QUESTION = "? [y]es / [n]o (or type a reason) / [a]lways: "
+COMMAND_QUESTION = "? [y]es / [n]o (or type a reason) / a WORDS / [a]lways: "  # a command's: a WORDS too
 ROOT = Path("/work/space")
 SCREEN = os.terminal_size((120, 40))  # columns, rows
 
@@ -88,7 +89,7 @@ def test_each_preview_has_a_header_and_shows_its_control_characters(kind, title,
     gist = {"$ touch ~/x #\r\x1b[2K$ ls -la": "touch ~/x #\\r\\x1b[2K$ ls -la",
             "$ printf 'a\tb'\necho done\n": "printf 'a\\tb', 2 lines"}
     question = f"Allow this command ({gist[preview]})" if kind == "command" else f"Allow {escape(title)}"
-    assert render_question(kind, title, preview, ROOT) == (shown, question + QUESTION)
+    assert render_question(kind, title, preview, ROOT) == (shown, question + (COMMAND_QUESTION if kind == "command" else QUESTION))
 
 
 @pytest.mark.parametrize("command, shown", [
@@ -112,15 +113,15 @@ def test_lines_that_draw_nothing_cannot_scroll_what_runs_out_of_sight(filler, ma
     command = "pytest -q\ntouch ~/.bashrc.d/evil\n" + "".join(filler(n) + "\n" for n in range(300)) + "echo done"
     preview, question = render_question("command", "run this command", "$ " + command, ROOT)
     assert preview == f"\nRun in /work/space (303 lines):\n$ pytest -q\ntouch ~/.bashrc.d/evil\n{marker}\necho done\n\n"
-    assert question == f"Allow this command (pytest -q, 303 lines){QUESTION}"
+    assert question == f"Allow this command (pytest -q, 303 lines){COMMAND_QUESTION}"
 
 
 def test_the_question_shows_the_start_of_the_command_in_full():
     first = "python -m pytest -q tests/test_agent.py tests/test_display.py && touch /tmp/x && git commit -am wip"
     _, question = render_question("command", "run this command", f"$ {first}\necho done", ROOT)
-    assert question == f"Allow this command ({first}, 2 lines){QUESTION}"  # 3 rows of a screen 80 wide
+    assert question == f"Allow this command ({first}, 2 lines){COMMAND_QUESTION}"  # 3 rows of a screen 80 wide
     _, question = render_question("command", "run this command", "$  \n\t\n   \nrm -rf build\n", ROOT)
-    assert question == f"Allow this command (rm -rf build, 4 lines){QUESTION}"  # the first line that draws anything
+    assert question == f"Allow this command (rm -rf build, 4 lines){COMMAND_QUESTION}"  # the first line that draws anything
 
 
 @pytest.mark.parametrize("line, shown", [
@@ -235,7 +236,7 @@ class Pty:
         def answer():
             for answer_keys in keys.split("|"):  # one answer per question: "v\n|y\n"
                 try:
-                    self.wait_for(("[a]lways: ", "[v]iew it all: ", "(or type a reason): "))
+                    self.wait_for(("[a]lways: ", "[v]iew it all: ", "(or type a reason): ", "[y]es / [n]o: "))
                 except AssertionError:  # never asked: the test's own assertions say so
                     return
                 self.screen += "<asked>"
@@ -300,7 +301,7 @@ def test_always_approves_the_rest_of_that_kind_only(pty):
     assert refusal is None and screen.endswith(f"{QUESTION}a\n(approving every edit for the rest of this session)\n")
     assert confirm("edit", "edit b.py", "diff") is None  # not asked again
     refusal, screen = ask(pty, "n\n", "command", "run this command", "$ ls", confirm=confirm)
-    assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow this command (ls){QUESTION}n\n"
+    assert refusal == "The user said no." and screen == f"\nRun in /work/space:\n$ ls\n\nAllow this command (ls){COMMAND_QUESTION}n\n"
 
 
 def test_an_edit_that_acts_later_says_why_next_to_the_question_and_is_asked_after_always(pty):
@@ -359,7 +360,7 @@ class FakeTerminal(io.StringIO):
 def test_without_dev_tty_it_asks_on_stdin_and_stderr(capsys):
     confirm = TerminalConfirm(ROOT, stdin=FakeTerminal("sure\n"), terminal="/nonexistent/tty")
     assert confirm("command", "run this command", "$ ls\r") is None
-    assert capsys.readouterr().err == f"\nRun in /work/space:\n$ ls\\r\n\nAllow this command (ls\\r){QUESTION}"
+    assert capsys.readouterr().err == f"\nRun in /work/space:\n$ ls\\r\n\nAllow this command (ls\\r){COMMAND_QUESTION}"
 
 
 def test_without_a_terminal_nothing_is_approved_and_nothing_waits(capsys):
@@ -489,7 +490,7 @@ def test_always_with_words_approves_the_commands_that_start_with_them(pty):
     refusal, screen = ask(pty, "a python -m pytest\n", "command", "run this command", "$ python -m pytest -x",
                           confirm=confirm)
     assert refusal is None
-    assert screen.endswith(f"{QUESTION}a python -m pytest\n(approving, for the rest of this session, each command "
+    assert screen.endswith(f"{COMMAND_QUESTION}a python -m pytest\n(approving, for the rest of this session, each command "
                            "whose first words are `python -m pytest` and that holds none of ; & | < > ( ) $ ` nor a "
                            "line break)\n")
     assert confirm("command", "run this command", "$ python -m pytest tests/test_app.py -q") is None  # not asked
@@ -507,8 +508,8 @@ def test_a_question_mark_explains_the_answers_and_asks_again(pty):
     assert refusal is None
     assert "\na WORDS: this command, and for the rest of this session every command whose first words are WORDS" \
            in screen
-    assert screen.endswith(f"Allow this command (make test){QUESTION}y\n")
-    assert screen.count(QUESTION) == 2
+    assert screen.endswith(f"Allow this command (make test){COMMAND_QUESTION}y\n")
+    assert screen.count(COMMAND_QUESTION) == 2
 
 
 def test_words_that_do_not_start_the_command_are_not_taken_for_a_reason_but_asked_again(pty):
@@ -576,8 +577,8 @@ def test_a_preview_longer_than_the_screen_shows_its_beginning_and_end_and_what_i
 
 ASKED = ("Allow this command (cp ~/.ssh/id_rsa /tmp/k; python3 -m pytest -q tests/test_module_000.py tests/test_module_"
          "001.py tests/test_module_002.py tests/test_module_003.py tests/test_module_004.py tests/test_module_005.py "
-         "tests/test_module_006.py tests/test_module_007.py [... 9,799 more characters])? [y]es / [n]o (or type a "
-         "reason) / [a]lways / [v]iew it all: ")  # three rows of 120 columns, less one for the first key typed
+         "tests/test_module_006.py tests/test_module[... 9,807 more characters])? [y]es / [n]o (or type a "
+         "reason) / a WORDS / [a]lways / [v]iew it all: ")  # three rows of 120 columns, less one for the first key typed
 
 
 def test_the_question_about_a_long_command_keeps_what_runs_first_next_to_the_prompt():
@@ -715,7 +716,7 @@ def test_a_pile_of_alternating_marks_is_counted_on_its_letter_in_linear_time():
     shown, question = render_question("command", "run this command", "$ " + command, ROOT, screen=SCREEN)
     assert time.monotonic() - started < 3
     assert shown == "\nRun in /work/space:\n$ echo \\x1ba[300,000 combining marks]; rm -rf ~/x\n\n"
-    assert question == f"Allow this command (echo \\x1ba[300,000 combining marks]; rm -rf ~/x){QUESTION}"
+    assert question == f"Allow this command (echo \\x1ba[300,000 combining marks]; rm -rf ~/x){COMMAND_QUESTION}"
 
 
 @pytest.mark.parametrize("line, shown", [
@@ -747,7 +748,7 @@ def test_at_a_terminal_faint_padding_cannot_hide_what_runs_between_it(pty):
     refusal, screen = ask(pty, "n\n", "command", "run this command", "$ " + command)
     shown = "true[3,600 blank or invisible characters]; cp ~/.aws/credentials ./creds.txt[3,600 blank or invisible characters]"
     assert refusal == "The user said no."
-    assert screen == f"\nRun in /work/space:\n$ {shown}\n\nAllow this command ({shown})? [y]es / [n]o (or type a reason) / [a]lways: n\n"
+    assert screen == f"\nRun in /work/space:\n$ {shown}\n\nAllow this command ({shown})? [y]es / [n]o (or type a reason) / a WORDS / [a]lways: n\n"
 
 
 COMMENTED = ("# run the unit tests quietly; nothing else\n" + "".join(f"# step {n}: pytest shard {n}\n" for n in range(40))
@@ -760,7 +761,7 @@ def test_the_question_about_a_commented_command_names_the_first_line_that_runs_a
     assert refusal == "The user said no."
     assert screen == ("\nRun in /work/space (83 lines, shortened to fit the screen):\n$ [41 lines of comments]\n"
                       "cp ~/.ssh/id_rsa /tmp/k\n[40 lines of comments]\npython3 -m pytest -q\n\n"
-                      "Allow this command (cp ~/.ssh/id_rsa /tmp/k, 83 lines)? [y]es / [n]o (or type a reason) / [a]lways"
+                      "Allow this command (cp ~/.ssh/id_rsa /tmp/k, 83 lines)? [y]es / [n]o (or type a reason) / a WORDS / [a]lways"
                       " / [v]iew it all: n\n")
     shown, _ = render_question("command", "run this command", "$ " + COMMENTED, ROOT, whole=True, screen=SCREEN)
     assert shown.startswith("\nRun in /work/space (83 lines):\n$ # run the unit tests quietly; nothing else\n# step 0")
@@ -784,7 +785,7 @@ ELEVEN_K = "cp ~/.ssh/id_rsa /tmp/k; python3 -m pytest -q " + NAMES
     (ELEVEN_K, "$ cp ~/.ssh/id_rsa /tmp/k; python3 -m pytest -q [... 9,999 more characters]\n\n"),
     ("\n" * 60 + ELEVEN_K, "$ [60 blank lines]\ncp ~/.ssh/id[... 10,033 more characters]\n\n"),  # a row each
     (" \t\u200b\n" * 60 + ELEVEN_K, "$ [... 239 more characters]\ncp ~/.ssh/id[... 10,033 more characters]\n\n"),
-    ("# hello\n" * 30 + ELEVEN_K, "$ [30 lines of comments]\ncp ~/.ssh/id[... 10,033 more characters]\n\n"),
+    ("# hello\n" * 30 + ELEVEN_K, "$ cp ~/.ssh/[... 10,035 more characters]\n\n"),  # the comments give way
     (ELEVEN_K.replace(" ", "\n"), "$ cp\n... 406 lines not shown ...\n\n"),
 ], ids=["one line", "after blank lines", "after invisible lines", "after comments", "many lines"])
 def test_on_a_screen_of_10_rows_by_40_the_beginning_is_shown_and_nothing_scrolls_off(pty, command, first):
@@ -796,7 +797,7 @@ def test_on_a_screen_of_10_rows_by_40_the_beginning_is_shown_and_nothing_scrolls
     assert rows_taken(screen.removesuffix("n\n"), 40) <= 10
     assert screen.startswith("Run in /work/space (") or screen.startswith("\nRun in /work/space (")
     assert f"):\n{first}" in screen
-    assert screen.endswith("[y]es / [n]o (or type a reason) / [a]lways / [v]iew it all: n\n")
+    assert screen.endswith("[y]es / [n]o (or type a reason) / a WORDS / [a]lways / [v]iew it all: n\n")
 
 
 @pytest.mark.parametrize("seed", range(30))
@@ -858,7 +859,7 @@ def test_at_a_terminal_a_pile_of_marks_and_a_forged_count_show_as_what_they_are(
     assert screen == ("\nRun in /work/space (3 lines):\n$ echo \\x1ba[10,000 combining marks]; rm -rf ~/x\n"
                       "\\x2e.. 3 lines not shown ...\ntrue \\x5b... 9 more characters]\n\n"
                       "Allow this command (echo \\x1ba[10,000 combining marks]; rm -rf ~/x, 3 lines)? [y]es / [n]o (or type "
-                      "a reason) / [a]lways: n\n")
+                      "a reason) / a WORDS / [a]lways: n\n")
 
 
 def terminal_rows(text: str, columns: int) -> int:

@@ -17,7 +17,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
                "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM, PLAINAGENT_FETCH, PLAINAGENT_FETCH_ALLOW, "
                "PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK, PLAINAGENT_SANDBOX_WRITE, PLAINAGENT_SANDBOX_ENV, "
-               "PLAINAGENT_CONNECT_TIMEOUT, PLAINAGENT_FIRST_BYTE_TIMEOUT, PLAINAGENT_READ_TIMEOUT), "
+               "PLAINAGENT_ALLOW, PLAINAGENT_CONNECT_TIMEOUT, PLAINAGENT_FIRST_BYTE_TIMEOUT, PLAINAGENT_READ_TIMEOUT), "
                "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
                "agent.py. "
                "Exit codes: 0 done, 1 failed, 2 usage or config error, 3 not done as asked (a write, command or "
@@ -51,4 +51,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "$XDG_STATE_HOME/plainagent/sessions)")
     parser.add_argument("--resume", nargs="?", const="", metavar="FILE",
                         help="continue this workspace's latest session, or FILE's; with -p, run one more task in it")
-    return parser.parse_args(argv)
+    parser.add_argument("--json", action="store_true",
+                        help="with -p: stdout is JSON Lines, one event a line: the start, each call, result and "
+                             "refusal, the answer, the tokens, the end and its exit code (docs/usage.md)")
+    args = parser.parse_args(argv)
+    if args.json and args.task is None:
+        parser.error("--json goes with -p TASK: a REPL session has no end to report")
+    return args

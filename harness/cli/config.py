@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import urllib3
 
 from harness.cli import project_env
+from harness.cli.prefixes import SHELL_OPERATORS, Remembered, chains, words
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.commands.guard import parse_rules
 from harness.commands.landlock import Boundary, hidden_paths, wipe_from_environ_block
@@ -62,6 +63,7 @@ class Config:
     sandbox_network: bool = False  # PLAINAGENT_SANDBOX_NETWORK (on/off): commands may use the network
     sandbox_write: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_WRITE: more folders commands may write in (":")
     sandbox_env: frozenset[str] = frozenset()  # PLAINAGENT_SANDBOX_ENV: credentials' variables commands get
+    allow: tuple[str, ...] = ()  # PLAINAGENT_ALLOW: first words of the commands run without a question (prefixes.py)
     env_file: Path | None = None  # the user's own .env, to name in error messages
     unused_key: Path | None = None  # a project's .env whose OPENAI_API_KEY was not used: named if none is set
     sources: dict[str, str] = field(default_factory=dict)  # variable -> where its value came from, for the banner
@@ -85,7 +87,7 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
             "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE",
-            "sandbox_env": "PLAINAGENT_SANDBOX_ENV",
+            "sandbox_env": "PLAINAGENT_SANDBOX_ENV", "allow": "PLAINAGENT_ALLOW",
             "connect_timeout": "PLAINAGENT_CONNECT_TIMEOUT", "first_byte_timeout": "PLAINAGENT_FIRST_BYTE_TIMEOUT",
             "read_timeout": "PLAINAGENT_READ_TIMEOUT"}
 WAITS = ("connect_timeout", "first_byte_timeout", "read_timeout")  # each with a flag of its name: --read-timeout
@@ -201,6 +203,11 @@ def apply_settings(config: Config, settings: dict[str, str], args: argparse.Name
     return config
 
 
+def remembered_commands(config: Config) -> Remembered:
+    """PLAINAGENT_ALLOW's prefixes, and the user's own .env, where the question writes one more."""
+    return Remembered(list(config.allow), config.env_file, config.sources.get("PLAINAGENT_ALLOW", ""))
+
+
 def value_problem(variable: str, value: str) -> str | None:
     """Why a value cannot be used at all (for a project's .env, whose bad values are left out), or None."""
     name = next(name for name, known in ENV_VARS.items() if known == variable)
@@ -261,6 +268,14 @@ def parse_setting(name: str, variable: str, value: str):
                 raise ConfigError(f"{variable}={value!r}: {', '.join(bad)} is not a variable's name; list names "
                                   f"separated by commas, e.g. {variable}=GITHUB_TOKEN")
             return names
+        if name == "allow":  # as a list is written: "python -m pytest, git status"
+            allowed = tuple(dict.fromkeys(" ".join(words(part)) for part in value.split(",") if part.strip()))
+            if chaining := [prefix for prefix in allowed if chains(prefix)]:
+                raise ConfigError(f"{variable}={value!r}: `{chaining[0]}` holds one of {' '.join(SHELL_OPERATORS)}: "
+                                  "it approves no command, since a command holding one is always asked; list "
+                                  f"commands' first words separated by commas, e.g. {variable}=\"python -m pytest, "
+                                  "git status\"")
+            return allowed
         if name == "deny":
             try:
                 parse_rules(value)  # say so now, not at the first command

@@ -25,8 +25,9 @@ import time
 from collections.abc import Callable, Collection
 from typing import TextIO
 
-from harness.cli import escapes
+from harness.cli import escapes, prefixes
 from harness.cli.escapes import escape, for_output, hide_key
+from harness.cli.prefixes import Remembered
 from harness.cli.terminal import can_draw
 from harness.commands.landlock import Boundary
 from harness.commands.refusal_notes import REFUSAL_NOTE
@@ -327,9 +328,11 @@ def describe_start(config, commands: str = "") -> str:
     # The mode too, when a setting gave it (a project's .env may have, once allowed): a flag is the user's own.
     mode_from = config.sources.get("PLAINAGENT_MODE")
     mode_from = f"PLAINAGENT_MODE from {mode_from}; " if mode_from and not mode_from.startswith("-") else ""
+    allowed = Remembered(list(config.allow), None, config.sources.get(prefixes.VARIABLE, "")).describe()
+    allowed = f"; {allowed}" if allowed and config.mode in ("ask", "edits") else ""  # the modes that ask commands
     return "\n".join([f"plainagent: {model} at {shown_url(config.base_url)} ({where}), workspace {workspace}, "
-                      f"mode {config.mode} ({mode_from}{describe_mode(config.mode)})", *([commands] if commands else []),
-                      *config.notes])
+                      f"mode {config.mode} ({mode_from}{describe_mode(config.mode)}{allowed})",
+                      *([commands] if commands else []), *config.notes])
 
 
 def describe_boundary(boundary: Boundary | None, config) -> str:
@@ -393,6 +396,11 @@ def log(line: str) -> None:
     """
     make_room()  # the spinner, or a streamed line not yet ended, must not run into the log line
     print(escape(line, keep="\n\t"), file=sys.stderr, flush=True)
+    for listener in listeners:
+        listener(line)
+
+
+listeners: list[Callable[[str], None]] = []  # told each line logged: -p --json's end says the last (events.py)
 
 
 def indented(log: Callable[[str], None]) -> Callable[[str], None]:

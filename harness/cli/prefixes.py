@@ -7,11 +7,17 @@ command holding any of SHELL_OPERATORS, or a line break, is asked again whatever
 what let one line run, substitute or redirect more than one program ("python -m pytest; rm -rf ~",
 "python -m pytest $(curl …)", "python -m pytest > ~/.bashrc"). The deny rules (guard.py) and the kernel boundary
 (landlock.py) still stand in front of every command approved this way.
+
+The lasting "always" is the same rule with prefixes the user keeps: PLAINAGENT_ALLOW="python -m pytest, git
+status" (the environment, or the .env beside agent.py; never a project's .env, which can only ask more), which
+`Remembered` holds. After an "a WORDS" answer the question offers to write the words there.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from pathlib import Path
 
 ALWAYS_WORDS = re.compile(r"\s*(?:a|always)\s+(\S.*?)\s*", re.IGNORECASE)  # "a python -m pytest": a prefix
 PREFIXED = "command starting with "  # an "a WORDS" answer's scope among TerminalConfirm's "always" answers
@@ -26,6 +32,7 @@ a: always, for the rest of this session: every command (for an edit, every edit;
 a WORDS: this command, and for the rest of this session every command whose first words are WORDS
   ("a python -m pytest" approves "python -m pytest -q tests/"), unless it holds ; & | < > ( ) $ ` or a line break:
   such a command can run or redirect more than one program, so it is asked again. Deny rules still apply.
+  You are then offered to remember WORDS for every session (PLAINAGENT_ALLOW in the .env beside agent.py).
 v: see a long new file whole (when offered).
 
 """
@@ -85,3 +92,47 @@ def example_prefix(command: str) -> str:
     """The words an example of "a WORDS" names: the program, and its subcommand or module ("python -m pytest")."""
     first = words(command)
     return " ".join(first[:3] if first[1:2] == ["-m"] else first[:2])
+
+
+VARIABLE = "PLAINAGENT_ALLOW"
+REMEMBER_QUESTION = "Remember `{prefix}` for every session ({variable} in {file})? [y]es / [n]o: "
+
+
+@dataclass
+class Remembered:
+    """PLAINAGENT_ALLOW: the first words of the commands that run without a question in every session (matched
+    as an "a WORDS" answer is), and where a new one is written: the user's own .env, beside agent.py."""
+
+    prefixes: list[str] = field(default_factory=list)
+    env_file: Path | None = None  # the .env beside agent.py; None: nowhere to remember (tests, a sub-agent)
+    source: str = ""  # where PLAINAGENT_ALLOW came from: "the environment", the .env's path, or "" (unset)
+
+    def allows(self, command: str) -> bool:
+        return any(prefix_allows(prefix, command) for prefix in self.prefixes)
+
+    def can_remember(self, prefix: str) -> bool:
+        return self.env_file is not None and prefix not in self.prefixes
+
+    def remember(self, prefix: str) -> str:
+        """Write `prefix` into the .env beside agent.py (dotenv's set_key: the file's other lines, its key among
+        them, are kept as they are); the line that says what became of it."""
+        if "," in prefix:  # the list's separator: it would come back as two prefixes
+            return f"(not remembered: {VARIABLE} separates its prefixes with commas, and `{prefix}` holds one)\n"
+        if self.source == "the environment":  # it comes before the .env: a value written there would not be read
+            return (f"(not remembered: {VARIABLE} is set in your environment, which comes before {self.env_file}; "
+                    f"add `{prefix}` to it there)\n")
+        from dotenv import set_key  # when first used: nearly nobody does this at each start
+        try:
+            set_key(self.env_file, VARIABLE, ", ".join([*self.prefixes, prefix]))
+        except OSError as error:
+            return f"(not remembered: {self.env_file}: {error.strerror or error})\n"
+        self.prefixes.append(prefix)
+        self.source = str(self.env_file)
+        return f"(remembered in {self.env_file}, as {VARIABLE}; /mode lists it, and that line is where to forget it)\n"
+
+    def describe(self) -> str:
+        """For the banner and /mode: what runs without a question, and which setting says so; "" for nothing."""
+        if not self.prefixes:
+            return ""
+        listed = ", ".join(f"`{prefix}`" for prefix in self.prefixes)
+        return f"commands starting {listed} run without a question ({VARIABLE} from {self.source})"

@@ -27,6 +27,7 @@ SCREEN = os.terminal_size((80, 24))  # columns and rows when the terminal's size
 QUESTION_ROWS = 3  # rows the question may fill: what a command runs first (or the path), then the answers
 BLANK_RUN = 5  # lines in a row that draw nothing from which they are counted: two between functions stay blank
 ANSWERS = "[y]es / [n]o (or type a reason) / [a]lways"
+COMMAND_ANSWERS = ANSWERS.replace(" / [a]lways", " / a WORDS / [a]lways")  # a command's: prefixes.py's narrower always
 VIEW = " / [v]iew it all"
 SHORTENED = "shortened to fit the screen"
 LOOK = 20_000  # characters looked at from each end of a line (the screen shows fewer), unless it is shown whole
@@ -66,7 +67,7 @@ def render_question(kind: str, title: str, preview: str, root: Path | None = Non
     columns, rows = screen or SCREEN
     what, details, choices, subject, frame = render_preview(kind, title, preview, root, mark, columns, whole)
     header = f"{what} ({', '.join([*details, *choices[-1][1], SHORTENED])}):"  # as tall as it can be
-    answers = ANSWERS.replace(" / [a]lways", "") if why else ANSWERS
+    answers = ANSWERS.replace(" / [a]lways", "") if why else COMMAND_ANSWERS if kind == "command" else ANSWERS
     room = max(QUESTION_ROWS * columns - len(frame.format("", answers + VIEW)) - 1, 20)
     subject_text, _, cut_short = fit_line(subject, room, mark, tail=0 if kind == "command" else 1 / 3)
     if cut_short and kind == "command" and room < 60:

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import prompt
 from harness.cli import display
 from harness.cli.display import describe_boundary, describe_tokens, log
 from harness.cli.escapes import escape
@@ -30,6 +31,7 @@ from harness.common.programs import find_program, refused_copy, trusted_path
 from harness.common.seam_types import ChatError, ToolError
 from harness.common.text_files import decode, is_text, split_lines
 from harness.files.edits import unified_diff
+from harness.modes.permissions import describe_mode
 
 
 def not_done_as_asked(session) -> bool:
@@ -273,10 +275,16 @@ def slash_model(session, argument: str) -> str:
 
 def slash_mode(session, argument: str) -> str:
     """/mode NAME: how much to ask before writes and commands: ask, read-only, edits or yes (without NAME: which)."""
-    before = session.tools.permissions.mode
-    line = session.switch_mode(argument)
-    if session.tools.permissions.mode != before:  # so that --resume can say it does not take the switch up
-        session.history.transcript.write("mode", mode=session.tools.permissions.mode)
+    permissions = session.tools.permissions
+    before, line = permissions.mode, permissions.switch(argument)
+    if permissions.mode != before:  # the model is told, and the system prompt follows (read-only has fewer tools)
+        new_prompt = prompt.render_system_prompt(session.tools.offered(), session.instructions)
+        session.history.messages[0] = {"role": "system", "content": new_prompt}
+        session.notes.append(f"The user switched the session to mode {argument}: it {describe_mode(argument)}.")
+        session.history.transcript.write("mode", mode=argument)  # so that --resume can say it does not take it up
+    remembered = getattr(permissions.ask, "remembered", None)  # PLAINAGENT_ALLOW: what the user keeps approved
+    if remembered and remembered.describe() and not argument:
+        line += f"\nIn every session, {remembered.describe()}."
     return line
 
 

@@ -68,8 +68,10 @@ class TerminalConfirm:
     """Asks the user before each write or command: yes, no (with a reason), or always for this session (for a
     command, always or only for the commands that start with the words given: prefixes.prefix_allows)."""
 
-    def __init__(self, root: Path | None = None, *, stdin=None, terminal: str = "/dev/tty"):
+    def __init__(self, root: Path | None = None, remembered: prefixes.Remembered | None = None, *, stdin=None,
+                 terminal: str = "/dev/tty"):
         self.root = root  # the workspace, where commands run
+        self.remembered = remembered or prefixes.Remembered()  # PLAINAGENT_ALLOW: approved in every session
         self.stdin = stdin  # None: sys.stdin at the time of asking
         self.terminal = terminal  # where to ask when stdin is a terminal
         # Kinds ("edit", "command"), hosts ("fetch from HOST") and commands' first words ("command starting with
@@ -86,7 +88,7 @@ class TerminalConfirm:
         if scope in self.always and not why:  # an edit that acts later is asked each time
             return None
         command = preview.removeprefix("$ ") if kind == "command" else None  # the tools show a command after "$ "
-        if command is not None and prefixes.approved(self.always, command):
+        if command is not None and (prefixes.approved(self.always, command) or self.remembered.allows(command)):
             return None
         terminal = Terminal.open(self.stdin or sys.stdin, self.terminal)
         if terminal is None:
@@ -127,6 +129,12 @@ class TerminalConfirm:
             elif verdict == "prefix":
                 self.always.add(prefixes.PREFIXED + refusal)
                 terminal.write(escape(prefixes.approving(refusal), keep="\n"))
+                if self.remembered.can_remember(refusal):  # and for every session, if the user says so
+                    file = self.remembered.env_file
+                    terminal.write(escape(prefixes.REMEMBER_QUESTION.format(prefix=refusal, variable=prefixes.VARIABLE,
+                                                                            file=file)))
+                    if parse_answer(terminal.read_answer() or "")[0] == "yes":
+                        terminal.write(escape(self.remembered.remember(refusal), keep="\n"))
             elif refusal.startswith("The user did not approve"):
                 terminal.write("(not approved: only a plain yes approves; your words go to the model)\n")
         return None if verdict in ("yes", "always", "prefix") else refusal

@@ -54,10 +54,17 @@ class Permissions:
     # preview, the question's without the question: the terminal's, so this module needs nothing of the user's side)
     subagent: bool = False  # a sub-agent's: the reading tools but delegate (sub-agents start none), read-only
     fetch: bool = True  # PLAINAGENT_FETCH: whether web_fetch is offered
+    refused: Callable[[str, str, str], None] | None = None  # told (kind, title, reason) of each refusal: -p --json
 
     def __call__(self, kind: str, title: str, preview: str, why: str = "") -> str | None:
         """A Confirm: None to go ahead, or the reason for refusing. kind: "edit", "command" or "fetch"; `why`:
         why an edit that acts later is asked in every mode (acts_later.py), else ""."""
+        reason = self.decide(kind, title, preview, why)
+        if reason is not None and self.refused:
+            self.refused(kind, title, reason)
+        return reason
+
+    def decide(self, kind: str, title: str, preview: str, why: str) -> str | None:
         if self.mode == "read-only" and kind != "fetch":  # a fetch writes nothing: read-only asks it
             return READ_ONLY.format(name="edit_file" if kind == "edit" else "run_command")
         if why and self.ask is None:

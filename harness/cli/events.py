@@ -1,0 +1,110 @@
+"""-p --json: the run as JSON Lines on stdout, one event a line, for scripts (as `claude -p --output-format
+stream-json` and `codex exec --json` print theirs). docs/usage.md shows a run.
+
+    {"type": "start", "model", "base_url", "workspace", "mode", "commands"}   commands: what the walls let them do
+    {"type": "call", "tool", "args"}                                           a call, as it starts
+    {"type": "result", "tool", "status", "output"}   status "ok", "error", or "failed" (a command that exited
+                                                     non-zero); output as the tool gave it to the model
+    {"type": "refusal", "tool", "reason"}            a call refused before it ran (the mode, its arguments, the
+                                                     same call again), or what the user (or nobody) refused
+    {"type": "answer", "text"}                       the task's answer
+    {"type": "tokens", "prompt", "completion", "requests", "estimated"}   estimated: requests the server gave none
+    {"type": "end", "exit_code", "status", "said"}   status: done, failed, usage, not_done, interrupted; said: the
+                                                     last line the run said to the user, for an ending not done
+
+Nothing else reaches stdout: from `take_stdout` on, `sys.stdout` is stderr, so the answer printed for a person,
+or anything else, lands there with the activity log, and only `emit` writes the real stdout. What a person
+sees on stderr is unchanged. Every event holds what the user's side is shown, so the key is in none: results and
+refusals are the workspace's redacted text, and the lines said are the log's (display.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from harness.cli import display
+from harness.cli.display import describe_boundary, outcome
+from harness.common.hosts import shown_url
+
+STATUS = {0: "done", 1: "failed", 2: "usage", 3: "not_done", 130: "interrupted"}  # agent.py's exit codes
+
+
+class JsonEvents:
+    """The events of one -p run, written to `out` (the real stdout) as they happen."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.inner = None  # the activity log the calls are also shown in (display.py's ActivityLog)
+        self.said: list[str] = []  # the lines shown to the user so far (display.log tells us each)
+
+    @classmethod
+    def take_stdout(cls) -> JsonEvents:
+        events = cls(sys.stdout)
+        sys.stdout = sys.stderr
+        display.listeners.append(events.said.append)
+        return events
+
+    def emit(self, kind: str, **fields) -> None:
+        try:
+            self.out.write(json.dumps({"type": kind, **fields}, ensure_ascii=False) + "\n")
+            self.out.flush()
+        except (BrokenPipeError, ValueError):  # the reader has gone (`| head -1`): the run goes on, unread
+            pass
+
+    def start(self, config, boundary) -> None:
+        self.emit("start", model=config.model, base_url=shown_url(config.base_url), workspace=str(config.workspace),
+                  mode=config.mode, commands=describe_boundary(boundary, config).removeprefix("commands: "))
+
+    def refused(self, kind: str, title: str, reason: str) -> None:
+        """Permissions' hook: the user (or nobody, with no terminal) refused an edit, command or fetch."""
+        self.emit("refusal", tool={"edit": "edit_file", "command": "run_command", "fetch": "web_fetch"}.get(kind, kind),
+                  what=title, reason=reason)
+
+    def watching(self, activity) -> JsonEvents:
+        """Stand in for the toolbox's activity log: each call becomes an event, and is still shown there."""
+        self.inner = activity
+        return self
+
+    def started(self, call) -> None:
+        self.emit("call", tool=call.name, args=call.args)
+        if self.inner:
+            self.inner.started(call)
+
+    def ended(self, result, ran: bool) -> None:
+        if ran:
+            self.emit("result", tool=result.name, status=outcome(result.name, result.ok, result.output),
+                      output=result.output)
+        else:
+            self.emit("refusal", tool=result.name, reason=result.output)
+        if self.inner:
+            self.inner.ended(result, ran)
+
+    def end(self, code: int, session=None) -> int:
+        """The task's answer (the history's last reply, when it ended with one), the tokens, and the end; `code`."""
+        if session is not None:
+            last = session.history.messages[-1]
+            if code in (0, 3) and last["role"] == "assistant":
+                self.emit("answer", text=last["content"])
+            model = session.model
+            self.emit("tokens", prompt=model.tokens["prompt_tokens"], completion=model.tokens["completion_tokens"],
+                      requests=model.n_requests, estimated=model.n_estimated)
+        said = next((line for line in reversed(self.said) if line.startswith(("plainagent: ", "Interrupted"))), "")
+        self.emit("end", exit_code=code, status=STATUS.get(code, "failed"), said=said if code else "")
+        return code
+
+
+class NoEvents:
+    """Without --json: nothing is reported, and every ending is its exit code alone."""
+
+    def start(self, config, boundary) -> None:
+        pass
+
+    def watching(self, activity):
+        return activity
+
+    refused = None  # Permissions calls no hook
+
+    def end(self, code: int, session=None) -> int:
+        return code

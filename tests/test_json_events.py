@@ -1,0 +1,92 @@
+"""-p --json (#34 item 7): stdout is JSON Lines, one event a line (the start, each call with its arguments, each
+result with its status and output as the model saw it, each refusal, the answer, the tokens, the end with its
+exit code), and nothing else; stderr is what a person sees without it. agent.py runs as a process against a
+local endpoint on a real socket."""
+
+import json
+import subprocess
+import sys
+
+from fake_endpoint import FakeEndpoint
+from test_e2e import KEY, agent
+
+
+def events(done) -> list[dict]:
+    lines = done.stdout.splitlines()
+    assert lines and done.stdout.endswith("\n"), done.stderr
+    return [json.loads(line) for line in lines]  # every line is one JSON object: nothing else is on stdout
+
+
+def test_a_run_is_its_events_in_order(install, project):
+    script = ['tool: read_file({"path": "greet.py"})',
+              'tool: edit_file({"path": "greet.py", "old_str": "Helo", "new_str": "Hello"})',
+              'tool: run_command({"command": "exit 4"})',
+              "Fixed the typo; the check exits 4."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "fix it", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    got = events(done)
+    assert [event["type"] for event in got] == ["start", "call", "result", "call", "result", "call", "result",
+                                                "answer", "tokens", "end"]
+    start = got[0]
+    assert (start["model"], start["base_url"], start["workspace"], start["mode"]) == (
+        "fake-model", endpoint.url, str(project), "yes")
+    assert start["commands"] and not start["commands"].startswith("commands")  # what the walls let them do
+    assert got[1] == {"type": "call", "tool": "read_file", "args": {"path": "greet.py"}}
+    assert got[2]["status"] == "ok" and 'return "Helo, " + name' in got[2]["output"]
+    assert got[4]["status"] == "ok" and got[6]["status"] == "failed"
+    model_saw = endpoint.received[3].body["messages"][-1]["content"]
+    assert got[6]["output"] in model_saw  # as the model was given it
+    assert got[7] == {"type": "answer", "text": "Fixed the typo; the check exits 4."}
+    assert got[8]["requests"] == 4 and got[8]["prompt"] > 0 and got[8]["completion"] > 0
+    assert got[9] == {"type": "end", "exit_code": 0, "status": "done", "said": ""}
+    assert "→ read_file(path=\"greet.py\")" in done.stderr  # a person still sees the activity on stderr
+    assert KEY not in done.stdout + done.stderr
+
+
+def test_what_nobody_could_approve_is_a_refusal_and_the_end_says_not_done(install, project):
+    script = ['tool: edit_file({"path": "notes.md", "old_str": "", "new_str": "hi\\n"})', "Wrote notes.md."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "write notes", "--json", stdin="")
+    assert done.returncode == 3, done.stderr
+    got = events(done)
+    assert [event["type"] for event in got] == ["start", "call", "refusal", "result", "answer", "tokens", "end"]
+    assert got[2]["tool"] == "edit_file" and got[2]["what"] == "create notes.md"
+    assert got[2]["reason"].startswith("Nobody can be asked to approve it")
+    assert got[3]["status"] == "error"
+    assert got[-1]["exit_code"] == 3 and got[-1]["status"] == "not_done"
+    assert got[-1]["said"].startswith("plainagent: not done as asked: create notes.md")
+    assert not (project / "notes.md").exists()
+
+
+def test_a_call_refused_before_it_ran_is_a_refusal(install, project):
+    script = ['tool: run_command({"command": "ls"})', "I can only read."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "list", "--json", "--mode", "read-only")
+    got = events(done)
+    assert [event["type"] for event in got] == ["start", "refusal", "answer", "tokens", "end"]
+    assert got[1]["tool"] == "run_command" and "read-only" in got[1]["reason"]
+
+
+def test_a_failed_request_ends_with_its_line(install, project):
+    with FakeEndpoint([{"status": 401, "body": {"error": {"message": "bad key"}}}]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", "--json")
+    assert done.returncode == 1
+    got = events(done)
+    assert [event["type"] for event in got] == ["start", "tokens", "end"]
+    assert got[-1]["status"] == "failed" and got[-1]["said"].startswith("plainagent: ") and "401" in got[-1]["said"]
+
+
+def test_a_settings_error_is_an_end_event_alone(install, project):
+    with FakeEndpoint([]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "hi", "--json", "--mode", "sloppy")
+    assert done.returncode == 2
+    assert events(done) == [{"type": "end", "exit_code": 2, "status": "usage", "said": "plainagent: --mode sloppy: not "
+                             "a mode; use one of: ask, read-only, edits, yes."}]
+
+
+def test_without_a_task_json_is_a_usage_error(install, project):
+    done = subprocess.run([sys.executable, str(install / "agent.py"), "--json"], cwd=project, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--json goes with -p TASK" in done.stderr
