@@ -210,8 +210,9 @@ class Session:
         """After a task ended without an answer: roles keep alternating, and the model hears what did not happen."""
         if self.history.messages[-1]["role"] == "user":  # a request left without a reply: in the assistant's place
             self.history.add("assistant", f"({note})")
-        else:  # with the next task
-            self.notes.append(f"{note} The tool calls in your last reply may not all have run.")
+        else:  # with the next task; a last reply that held calls may not have had them all run
+            calls = self.history.has_calls(self.history.messages[-1]["content"])
+            self.notes.append(note + " The tool calls in your last reply may not all have run." * calls)
 
 
 def build_session(config: Config, client: Client, workspace: Workspace, permissions: Permissions | None = None,

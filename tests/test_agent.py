@@ -540,3 +540,13 @@ def test_a_reply_of_streamed_reasoning_only_says_so_and_shows_it(tmp_path):
     with pytest.raises(agent.AnswerIncomplete, match="reply was only reasoning") as stopped:
         session.run("go")
     assert stopped.value.partial == "The user wants a poem. I should"
+
+
+def test_a_task_that_ended_on_a_reply_without_calls_tells_the_model_so_without_calls_to_doubt(tmp_path):
+    model = ScriptedModel(Reply("I was about to say", finish_reason="content_filter"), "Fine.")
+    session = build_session(Config(model="m"), model, Workspace(tmp_path))
+    assert agent.attempt(session, "first") == 1
+    assert agent.attempt(session, "second") == 0
+    note = model.seen[-1][-1]["content"]
+    assert note.startswith("(That task failed: ") and note.endswith(")\n\nsecond")
+    assert "tool calls" not in note  # there were none

@@ -45,6 +45,7 @@ class Screen:
         if stdin is not None:
             self.process.stdin.write(stdin.encode())
             self.process.stdin.close()
+        self.slave_name = os.ttyname(slave)  # for `wait_queued`: holding it open would hide the program's exit
         os.close(slave)
         self.text = ""  # everything shown so far, with the terminal's "\r\n" as "\n"
         self.seen = 0  # where the next expect starts looking
@@ -88,6 +89,18 @@ class Screen:
     def type(self, keys: str) -> None:
         os.write(self.master, keys.encode())
 
+    def wait_queued(self, n: int, timeout: float = 10) -> None:
+        """Wait until the terminal holds `n` bytes of finished lines typed and not yet read: keys typed while a
+        task runs are not echoed (typed_ahead.py), so the screen cannot tell when they have reached it."""
+        import fcntl
+        fd, deadline = os.open(self.slave_name, os.O_RDWR | os.O_NOCTTY), time.monotonic() + timeout
+        try:
+            while int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder) < n:
+                assert time.monotonic() < deadline, f"{n} bytes typed never reached the terminal"
+                time.sleep(0.005)
+        finally:
+            os.close(fd)
+
     def wait(self, timeout: float = 15) -> int:
         """The program's exit code, once it has exited; the terminal is read to its end meanwhile, so the
         program never blocks writing to it."""
@@ -110,7 +123,7 @@ def test_a_key_typed_while_the_model_works_does_not_answer_the_question(install,
         screen.type("write notes\n")
         endpoint.wait_for_requests(1)  # the task was read whole: what comes next is not pasted into it
         screen.type("y\n")  # typed ahead, before any question was shown
-        screen.expect("y\n")  # the terminal's echo: the line is in its input queue, waiting to be read
+        screen.wait_queued(2)  # the line is in the terminal's input queue, waiting to be read
         model_done.set()
         question = screen.expect("[a]lways: ")
         assert question.endswith("Create notes.md (1 line):\nhello\n\n(discarded what was typed before)"
@@ -231,7 +244,7 @@ def test_a_block_pasted_while_a_reply_streams_is_one_task_with_its_indentation(i
         screen.type("first task\n")
         screen.expect("First ans")  # the reply is on its way
         screen.type(PASTED)  # one paste, all at once
-        screen.expect("# the end\n")  # the terminal's echo: the paste waits in its input queue
+        screen.wait_queued(len(PASTED))  # it waits in the terminal's input queue
         written.set()
         screen.expect("Second.")
         screen.prompt()
@@ -239,6 +252,26 @@ def test_a_block_pasted_while_a_reply_streams_is_one_task_with_its_indentation(i
         assert screen.wait() == 0
     assert len(endpoint.received) == 2  # one task, not four
     assert endpoint.received[1].body["messages"][-1]["content"] == PASTED.rstrip("\n")
+
+
+def test_a_line_typed_while_a_reply_streams_is_not_drawn_inside_it_but_at_the_next_prompt(install, project):
+    written = threading.Event()
+    with FakeEndpoint([streaming_then_held("First answer, still being written.", written), "Second."]) as endpoint:
+        screen = Screen(install, project, endpoint)
+        screen.prompt()
+        screen.type("first task\n")
+        screen.expect("First ans")
+        screen.type("next one\n")  # typed while the reply is still coming
+        screen.wait_queued(len("next one\n"))
+        written.set()
+        shown = screen.expect("Second.")
+        assert "next one" not in shown.split("> next one")[0]  # not in the middle of the reply
+        assert "wer, still being written.\n" in shown and "> next one\n" in shown  # but as its task
+        screen.prompt()
+        screen.type("exit\n")  # and the terminal echoes again at the prompt
+        screen.expect("exit\n")
+        assert screen.wait() == 0
+    assert endpoint.received[1].body["messages"][-1]["content"] == "next one"
 
 
 def test_a_paste_whose_last_line_is_unfinished_is_finished_at_the_prompt(install, project):
@@ -249,7 +282,7 @@ def test_a_paste_whose_last_line_is_unfinished_is_finished_at_the_prompt(install
         screen.type("first task\n")
         screen.expect("First ans")
         screen.type("Traceback (most recent call last):\n  File \"a.py\", line 1\n    1 / 0")  # no line break
-        screen.expect("    1 / 0")
+        screen.wait_queued(len('Traceback (most recent call last):\n  File "a.py", line 1\n'))  # and the rest with it
         written.set()
         screen.expect('> Traceback (most recent call last):\n  File "a.py", line 1\n...     1 / 0')  # still editable
         screen.wait_for_a_key()

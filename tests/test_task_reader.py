@@ -82,7 +82,7 @@ def test_a_paste_larger_than_the_terminal_holds_is_one_task_every_line_kept(pty,
     reader = reader_during_a_task(pty, monkeypatch)
     block = "".join(f"    line {i}: some text here\n" for i in range(600))  # 17,290 bytes
     threading.Thread(target=lambda: os.write(pty.master, block.encode()), daemon=True).start()  # blocks when full
-    threading.Thread(target=lambda: pty.wait_for("line 599: some text here\n"), daemon=True).start()  # the echo
+    # (and no echo to read meanwhile: nothing typed while a task runs is echoed)
     wait_until(lambda: sum(waiting(reader) or ()) == len(block))
     assert reader.read() == block.rstrip("\n") and reader.typed_ahead.take() is None
 
@@ -120,9 +120,22 @@ def test_a_ctrl_d_typed_while_a_task_ran_leaves_after_what_came_before_it(pty, m
     reader = reader_during_a_task(pty, monkeypatch, together=0)
     pty.type("last task\n")
     wait_until(lambda: len(waiting(reader) or ()) == 1)
-    pty.type("\x04")
-    pty.wait_for("last task\n")  # its echo; the Ctrl-D echoes nothing
+    pty.type("\x04")  # if it has not reached the terminal yet when the prompt comes, the prompt reads it
     assert [reader.read(), reader.read()] == ["last task", None]
+
+
+def test_nothing_typed_while_a_task_runs_is_echoed_into_its_output_and_the_prompt_echoes_again(pty, monkeypatch):
+    import termios
+    echoing = termios.tcgetattr(pty.slave)[3] & termios.ECHO
+    assert echoing
+    reader = reader_during_a_task(pty, monkeypatch)
+    assert not termios.tcgetattr(pty.slave)[3] & termios.ECHO  # the reply is drawn alone
+    pty.type("next\n")
+    wait_until(lambda: len(waiting(reader) or ()) == 1)
+    assert reader.read() == "next"  # shown at the prompt, as the task it is (task_reader.py)
+    assert not termios.tcgetattr(pty.slave)[3] & termios.ECHO  # which now runs
+    reader.close()
+    assert termios.tcgetattr(pty.slave)[3] & termios.ECHO == echoing  # given back as it was found
 
 
 @pytest.mark.parametrize("text, task", [

@@ -194,11 +194,18 @@ class Terminal:
         return cls(None, stdin, sys.stderr) if stdin.isatty() else None
 
     def __enter__(self) -> Terminal:
+        self.settings = termios.tcgetattr(self.fd) if self.fd is not None else None
+        if self.settings and not self.settings[3] & termios.ECHO:  # off while a task runs (typed_ahead.py): on
+            # for the question's whole time, so that the answer (and a Ctrl-C's ^C) is seen as it is typed
+            echoing = self.settings[:3] + [self.settings[3] | termios.ECHO] + self.settings[4:]
+            termios.tcsetattr(self.fd, termios.TCSANOW, echoing)
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
         if exc_type is KeyboardInterrupt:  # Ctrl-C ends the task: "Interrupted." goes on a line of its own
             self.write("\n")
+        if self.settings:
+            termios.tcsetattr(self.fd, termios.TCSANOW, self.settings)
         if self.fd is not None:
             self.output.close()
             os.close(self.fd)

@@ -13,6 +13,11 @@ is taken once more with line editing off for an instant, which counts the unfini
 takes what was waiting as one finished piece: Backspace can no longer erase the start of that pasted line.)
 A paste's unfinished last line is finished by the next Enter, typed then or at the prompt.
 
+While a task runs the terminal does not echo what is typed: the kernel would draw it wherever the streamed
+reply's line had got to, in the middle of the model's words. It is shown where it belongs instead, at the next
+prompt, as the task it is (task_reader.py); a question asked meanwhile turns the echo back on while it reads its
+answer (terminal.py), and `stop` gives the terminal back as it was found.
+
 Only where there is such a terminal (termios, FIONREAD): elsewhere each line waiting is a task, as typed.
 """
 
@@ -57,6 +62,7 @@ class TypedAhead:
         self.grew = False  # the last look found more waiting than the one before
         self.stopped = threading.Event()
         self.thread: threading.Thread | None = None
+        self.echoing: list | None = None  # the terminal's settings before its echo was turned off, while watching
 
     @classmethod
     def for_terminal(cls, stdin) -> TypedAhead | None:
@@ -79,7 +85,11 @@ class TypedAhead:
         self.grew = False
         try:
             self.last = self.reconcile()  # here, not in the thread: what comes from now on is timed
-        except OSError:
+            self.echoing = termios.tcgetattr(self.fd)
+            quiet = list(self.echoing)
+            quiet[3] &= ~termios.ECHO  # keys typed now are shown at the next prompt, not inside the reply
+            termios.tcsetattr(self.fd, termios.TCSANOW, quiet)
+        except (OSError, termios.error):
             return
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
@@ -94,6 +104,12 @@ class TypedAhead:
                 self.look()
             except (OSError, termios.error):
                 pass
+        if self.echoing is not None:
+            try:
+                termios.tcsetattr(self.fd, termios.TCSANOW, self.echoing)
+            except (OSError, termios.error):  # the terminal went away
+                pass
+            self.echoing = None
 
     def run(self) -> None:
         try:
