@@ -86,6 +86,15 @@ def test_the_limit_is_counted_in_bytes_so_text_of_any_script_is_cut_near_it():
     assert 600 < len("".join(streamed.text).encode()) <= 624
 
 
+def test_a_native_call_whose_arguments_never_end_is_cut_at_the_limit_too():
+    first = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ""}}]}}]}
+    piece = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "[1, 2, 3, "}}]}}]}
+    chunks = iter([f"data: {json.dumps(event)}\n\n".encode() for event in [first] + [piece] * 2000])
+    streamed = read_stream(chunks, max_bytes=600)
+    assert streamed.overran and streamed.native_calls == ["f"]
+    assert next(chunks, None) is not None  # the rest was never read
+
+
 class Scripted:
     """A client with a reply limit: records what each request asked."""
 

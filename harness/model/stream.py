@@ -156,6 +156,9 @@ def take_event(event: Event, streamed: Streamed, on_delta: Callable[[str, str], 
     for call in native_calls(delta.get("tool_calls")):  # only the name matters: we say we never asked for them
         if name := native_call_name(call):  # in a call's first delta; the later ones carry its arguments
             streamed.native_calls.append(name)
+        function = call.get("function") if isinstance(call, dict) else None  # its arguments count to the limit:
+        arguments = function.get("arguments") if isinstance(function, dict) else None  # a call can run on too
+        streamed.n_bytes += len(arguments.encode("utf-8", errors="replace")) if isinstance(arguments, str) else 0
     if isinstance(choice.get("finish_reason"), str):
         streamed.finish_reason = choice["finish_reason"]
 
