@@ -144,6 +144,17 @@ def test_a_reply_that_ran_to_its_limit_with_calls_is_kept_whole():
     assert history.messages[-1]["content"] == text
 
 
+def test_a_reply_that_ran_on_before_its_call_keeps_the_call_and_loses_the_run():
+    history = SessionHistory([{"role": "system", "content": "s"}], 32_000,
+                             opens_call=lambda line, **_: line.startswith("tool: "))
+    text = RUNAWAY + '\ntool: edit_file({"path": "a.py", "old_str": "x'  # cut off inside its call
+    history.answered(Reply(text, finish_reason="length", limit=8192, usage={"completion_tokens": 8192}), 1.0)
+    history.add("assistant", text)
+    assert history.messages[-1]["content"] == (
+        RUNAWAY[:RAN_AWAY_KEPT] + f"\n(... {len(RUNAWAY) - RAN_AWAY_KEPT:,} more characters of this reply were cut "
+        'here: it ran to its limit without a call.)\ntool: edit_file({"path": "a.py", "old_str": "x')
+
+
 def test_a_local_model_that_never_stops_ends_its_task_with_its_own_line_and_the_window_untouched(install, project):
     """The endless stream of a small local model: read up to the limit, the task failed in one line, no
     compaction, no summary, and the next request is as small as the first."""

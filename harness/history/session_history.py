@@ -105,8 +105,13 @@ class SessionHistory:
         """Append a message, and record it (with `record`'s extra fields) in the transcript."""
         if role == "user" and "results" not in record:  # a new task: the last one's results will not be cut again
             self.outputs.clear()
-        if role == "assistant" and self.ran_away and not self.has_calls(content):  # junk the model may repeat
-            content = content[:RAN_AWAY_KEPT] + RAN_AWAY_NOTE.format(n=len(content) - RAN_AWAY_KEPT)
+        if role == "assistant" and self.ran_away:  # junk the model may repeat: cut, up to its first call, if any
+            call = next((line.start() for line in re.finditer(r"^.*$", content, re.MULTILINE)
+                         if self.opens_call(line[0], complete=True)), len(content))
+            if call > RAN_AWAY_KEPT:
+                content = (content[:RAN_AWAY_KEPT] + RAN_AWAY_NOTE.format(n=len(content[:call].rstrip("\n"))
+                                                                         - RAN_AWAY_KEPT) + "\n" * (call < len(content))
+                           + content[call:])
         self.ran_away = False
         # A pasted task or the model's own words: sent on as a resume reads them back.
         content = self.secret.redact(content)
