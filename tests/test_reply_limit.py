@@ -78,6 +78,17 @@ def test_a_stream_that_runs_past_its_limit_is_read_no_further():
     assert next(chunks, None) is not None  # the rest was never read
 
 
+@responses.activate
+def test_a_whole_reply_far_past_its_limit_is_taken_as_a_stream_of_it_would_be():
+    """--no-stream and a stream agree: a server that ignored max_tokens and claims "stop" ran on all the same."""
+    responses.post(f"{URL}/chat/completions", json=completion("again " * 2000))  # 12,000 bytes for 100 tokens
+    reply = Client(URL, None, "m", stream=False, reply_tokens=100).chat(MESSAGES, limit=100)
+    assert reply.finish_reason == "length" and reply.overran and reply.text == ("again " * 2000)[:800]
+    responses.post(f"{URL}/chat/completions", json=completion("again " * 100))  # 600 bytes: within it
+    reply = Client(URL, None, "m", stream=False, reply_tokens=100).chat(MESSAGES, limit=100)
+    assert reply.finish_reason == "stop" and not reply.overran
+
+
 def test_the_limit_is_counted_in_bytes_so_text_of_any_script_is_cut_near_it():
     """A CJK character is about a token, and three bytes: counted in characters, such a reply ran on eight times."""
     events = stream_events("再来一次" * 2000, pieces=2000, finish_reason=None)

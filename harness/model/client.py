@@ -140,6 +140,10 @@ class Client(BareModel):
                                 error_body(response))
             reply = getattr(response, "streamed", None) or parse_completion(response, self.url)
             reply.limit = self.limit
+            most = self.limit and STREAM_SLACK * self.limit  # a whole reply past what a stream is read up to:
+            if most and not reply.streamed and len(whole := reply.text.encode("utf-8", "replace")) > most:
+                reply.text = whole[:most].decode("utf-8", "ignore")  # the same as streamed, whatever it claims
+                reply.finish_reason, reply.overran = "length", True
             return reply
         except ChatError as error:  # a server may echo the URL back, credentials and all
             error.args = (self.hide_credentials(str(error)),)
