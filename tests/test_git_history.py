@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_landlock import ABI, Tree
 
-from harness.commands.git_history import GitHistory, git_folder
+from harness.commands.git_history import SNAPSHOTS, GitHistory, git_folder
 from harness.commands.namespaces import namespaces_work
 from harness.commands.shell import run_shell
 from harness.common.directories import state_dir
@@ -112,7 +112,7 @@ def test_outside_a_repository_nothing_is_kept(tmp_path):
     assert git_folder(tmp_path / "plain") is None
     ws = keeper_for(tmp_path / "plain")
     assert run_shell(ws, "echo hi", 20) == "hi"
-    assert not (state_dir() / "history").exists()
+    assert not (state_dir() / SNAPSHOTS).exists()
 
 
 def test_the_snapshot_is_hard_links_outside_the_workspace_and_goes_with_the_session(tmp_path):
@@ -121,13 +121,13 @@ def test_the_snapshot_is_hard_links_outside_the_workspace_and_goes_with_the_sess
     keeper = GitHistory(git_folder(project))
     keeper.before_command()
     snapshot = keeper.snapshot
-    assert snapshot.parent == state_dir() / "history" and not snapshot.is_relative_to(project)
+    assert snapshot.parent == state_dir() / SNAPSHOTS and not snapshot.is_relative_to(project)
     kept = [path for path in (snapshot / "objects").rglob("*") if path.is_file()]
     assert kept and all(path.stat().st_nlink == 2 for path in kept)  # linked, not copied
-    (state_dir() / "history" / "999999999-gone").mkdir()  # a killed session's: removed at the next first command
+    (state_dir() / SNAPSHOTS / "999999999-gone").mkdir()  # a killed session's: removed at the next first command
     GitHistory(git_folder(project)).before_command()
     gc.collect()
-    assert not (state_dir() / "history" / "999999999-gone").exists()
+    assert not (state_dir() / SNAPSHOTS / "999999999-gone").exists()
     del keeper
     gc.collect()
     assert not snapshot.exists()
@@ -147,3 +147,18 @@ def test_inside_the_walls_rm_rf_dot_git_is_put_back_too(tmp_path):
     assert git(tree.workspace, "log", "--format=%s").splitlines() == ["loose", *[line.split(" ", 1)[1] for line in log]]
     assert git(tree.workspace, "fsck", "--no-progress").strip() == ""
     assert os.access(tree.workspace / ".git/HEAD", os.R_OK)
+
+
+def test_the_snapshots_and_the_repls_history_file_never_share_a_name(tmp_path):
+    """The REPL keeps its prompt's history in the state folder's `history` file: the snapshots once took that name
+    as a folder, and every command in a repository failed after a REPL had run (or the REPL kept no history)."""
+    project = tmp_path / "project"
+    repository(project)
+    (state_dir() / "history").mkdir(parents=True)  # left by a version that kept snapshots there
+    (state_dir() / "history" / "999999999-gone").mkdir()
+    GitHistory(git_folder(project)).before_command()
+    assert not (state_dir() / "history").exists()  # the REPL may write its history file there again
+    (state_dir() / "history").write_text("ls\n")  # and once it has, commands still run
+    ws = keeper_for(project)
+    assert run_shell(ws, "echo hi", 20) == "hi"
+    assert (state_dir() / "history").read_text() == "ls\n"

@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.commands.landlock import repository_outside
 from harness.common.directories import state_dir
 
+SNAPSHOTS = "git-snapshots"  # in the state folder (not "history": the REPL's history file has that name)
 KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD", "config", "description")  # copied, with refs/ (small; a command may rewrite them)
 
 
@@ -44,7 +45,7 @@ class GitHistory:
 
     def __init__(self, git: Path | None, root: Path | None = None):
         self.git = git
-        self.root = root  # where snapshots are kept: the state folder's history/, unless a test says
+        self.root = root  # where snapshots are kept: the state folder's SNAPSHOTS, unless a test says
         self.snapshot: Path | None = None
         self.fanout: list[str] = []  # what the look after a command checks: a sample of the objects, the packs
         self.linked = True  # whether every object was hard-linked (then a file put in an object's place is seen)
@@ -53,7 +54,9 @@ class GitHistory:
         """At the first command, the snapshot (then nothing: what is committed later is the session's own)."""
         if self.git is None or self.snapshot is not None:
             return
-        root = self.root or state_dir() / "history"
+        root = self.root or state_dir() / SNAPSHOTS
+        if self.root is None and (state_dir() / "history").is_dir():  # where they were kept before: the name of the
+            shutil.rmtree(state_dir() / "history", ignore_errors=True)  # REPL's history file, which it kept out
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         remove_left_behind(root)
         self.snapshot = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
