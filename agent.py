@@ -258,6 +258,7 @@ def run_subagent(parent: Session, task: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # from here on, Ctrl-C is a KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdout = sys.stdout or open(os.devnull, "w")  # closed (`>&-`): what it would show goes nowhere
     sys.stdout.reconfigure(errors="backslashreplace")  # whatever the text holds, printing it never fails
     args = parse_args(argv)
     events = JsonEvents.take_stdout() if args.json else NoEvents()  # -p --json: stdout is JSON Lines (cli/events.py)

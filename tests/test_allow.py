@@ -42,9 +42,12 @@ def test_the_setting_is_a_list_of_first_words_separated_by_commas(install, proje
 
 
 def test_a_prefix_that_could_never_approve_anything_is_said_at_start(install, project):
-    with pytest.raises(ConfigError, match=r"PLAINAGENT_ALLOW='make; make install': `make; make install` holds one of "
-                                          r"; & \| < > \( \) \$ `: it approves no command"):
+    with pytest.raises(ConfigError, match=r"PLAINAGENT_ALLOW='make; make install': 'make; make install' holds one of "
+                                          r"; & \| < > \( \) \$ ` or a line break: it approves no command"):
         load(install, project, environ={"PLAINAGENT_ALLOW": "make; make install"})
+    with pytest.raises(ConfigError, match=r"'make\\ntest' holds one of"):  # a line break shown as one
+        load(install, project, environ={"PLAINAGENT_ALLOW": "make\ntest"})
+    assert load(install, project, environ={"PLAINAGENT_ALLOW": "make test\n"}).allow == ("make test",)
 
 
 def test_a_projects_dotenv_can_never_add_one(install, project):
@@ -92,23 +95,34 @@ def test_it_outlives_a_mode_switch_which_forgets_the_sessions_always(tmp_path):
 
 def test_remembering_writes_the_users_own_dotenv_and_keeps_every_other_line(tmp_path):
     env_file = tmp_path / ".env"
-    env_file.write_bytes(b"# mine\nOPENAI_API_KEY=sk-mine-0123456789\nPLAINAGENT_ALLOW='make test'\nOPENAI_MODEL=m")
+    env_file.write_bytes(b"# mine\r\nOPENAI_API_KEY=sk-mine-0123456789\r\n\r\nexport PLAINAGENT_ALLOW=make test\r\n"
+                         b"OPENAI_MODEL=m")
     env_file.chmod(0o600)
     remembered = Remembered(["make test"], env_file, str(env_file))
     assert remembered.remember("python -m pytest") == (f"(remembered in {env_file}, as PLAINAGENT_ALLOW; /mode lists "
                                                        "it, and that line is where to forget it)\n")
-    assert env_file.read_bytes() == (b"# mine\nOPENAI_API_KEY=sk-mine-0123456789\n"
-                                     b"PLAINAGENT_ALLOW='make test, python -m pytest'\nOPENAI_MODEL=m")
+    assert env_file.read_bytes() == (b"# mine\r\nOPENAI_API_KEY=sk-mine-0123456789\r\n\r\n"
+                                     b"export PLAINAGENT_ALLOW='make test, python -m pytest'\r\nOPENAI_MODEL=m")
     assert env_file.stat().st_mode & 0o777 == 0o600
     assert remembered.allows("python -m pytest -x") and remembered.source == str(env_file)
+
+
+def test_remembering_writes_the_file_a_linked_dotenv_leads_to(tmp_path):
+    (tmp_path / "dotfiles").mkdir()
+    (tmp_path / "dotfiles" / "pa.env").write_text("OPENAI_MODEL=m")
+    (tmp_path / ".env").symlink_to(tmp_path / "dotfiles" / "pa.env")
+    Remembered([], tmp_path / ".env", "").remember("make")
+    assert (tmp_path / ".env").is_symlink()
+    assert (tmp_path / "dotfiles" / "pa.env").read_text() == "OPENAI_MODEL=m\nPLAINAGENT_ALLOW='make'\n"
 
 
 def test_remembering_makes_the_dotenv_when_there_is_none_and_reads_back_as_written(tmp_path, install, project):
     (install / ".env").unlink()
     remembered = Remembered([], install / ".env", "")
-    remembered.remember("git log --format='%h %s'")
+    remembered.remember("git log --format='%h %s' \\x")
     config = load(install, project, environ={"OPENAI_MODEL": "m", "OPENAI_API_KEY": "sk-mine-0123456789"})
-    assert config.allow == ("git log --format='%h %s'",)
+    assert config.allow == ("git log --format='%h %s' \\x",)
+    assert (install / ".env").stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.parametrize("remembered, prefix, line", [
@@ -144,8 +158,14 @@ def test_the_question_offers_to_remember_an_a_words_answer(pty, tmp_path):  # no
     assert confirm("command", "run this command", "$ git status --short") is None
 
 
-def test_nowhere_to_remember_asks_nothing_more(pty):  # noqa: F811
-    refusal, screen = ask(pty, "a make\n", "command", "run this command", "$ make test")
+@pytest.mark.parametrize("remembered, answer, command", [
+    (None, "a make", "make test"),  # nowhere to remember
+    (Remembered([], "/x/.env", "the environment"), "a make", "make test"),  # the environment's would come first
+    (Remembered([], "/x/.env", ""), "a echo hi, touch", "echo hi, touch x"),  # commas separate the list's items
+])
+def test_what_could_not_be_remembered_is_not_offered(pty, remembered, answer, command):  # noqa: F811
+    confirm = TerminalConfirm(ROOT, remembered, stdin=pty.stdin, terminal=pty.path)
+    refusal, screen = ask(pty, answer + "\n", "command", "run this command", "$ " + command, confirm=confirm)
     assert refusal is None and "Remember" not in screen
 
 

@@ -4,6 +4,7 @@ exit code), and nothing else; stderr is what a person sees without it. agent.py 
 local endpoint on a real socket."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -90,3 +91,49 @@ def test_without_a_task_json_is_a_usage_error(install, project):
                           text=True, timeout=30)
     assert done.returncode == 2 and done.stdout == ""
     assert "--json goes with -p TASK" in done.stderr
+
+
+def test_the_key_is_in_no_event_whatever_field_holds_it(install, project):
+    script = [f'tool: run_command({{"command": "echo {KEY}"}})', f"The key is {KEY}."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "t", "--json", stdin="")  # refused: nobody to ask
+    assert done.returncode == 3 and KEY not in done.stdout and KEY not in done.stderr
+    got = events(done)
+    assert got[1]["type"] == "call" and "[REDACTED]" in got[1]["args"]["command"]
+    assert "[REDACTED]" in got[-1]["said"]
+
+
+def test_each_event_is_one_line_for_any_reader(install, project):
+    (project / "odd.txt").write_text("a\u2028b\u2029c\x85d\n")
+    with FakeEndpoint(['tool: read_file({"path": "odd.txt"})', "Read."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "t", "--json")
+    assert len(done.stdout.splitlines()) == len(done.stdout.split("\n")) - 1  # str.splitlines sees no more lines
+    assert events(done)[2]["output"] == "a\u2028b\u2029c\x85d"
+
+
+def run_shell_line(install, project, redirect: str) -> subprocess.CompletedProcess:
+    """agent.py -p --yes --json with its stdout given to the shell's `redirect`, against its own endpoint."""
+    script = ['tool: run_command({"command": "echo one > one.txt"})', "Done."]
+    with FakeEndpoint(script) as endpoint:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "PLAINAGENT_"))}
+        env |= {"OPENAI_BASE_URL": endpoint.url, "OPENAI_MODEL": "m", "OPENAI_API_KEY": KEY}
+        done = subprocess.run(["bash", "-c", f"{sys.executable} {install / 'agent.py'} -p t --yes --json {redirect}"],
+                              cwd=project, env=env, capture_output=True, text=True, timeout=60)
+        assert len(endpoint.received) == 2, done.stderr  # the run went on to its end
+    assert "Traceback" not in done.stderr and (project / "one.txt").read_text() == "one\n"
+    (project / "one.txt").unlink()
+    return done
+
+
+def test_a_reader_that_goes_away_stops_nothing_and_the_run_ends_as_a_closed_stdout_does(install, project):
+    assert run_shell_line(install, project, "| head -c 1; exit ${PIPESTATUS[0]}").returncode == 1
+    assert run_shell_line(install, project, "> /dev/full").returncode == 1
+    assert run_shell_line(install, project, ">&-").returncode in (0, 1)  # no stdout at all: nothing to fail on
+
+
+def test_a_command_the_deny_rules_refuse_is_a_refusal_too(install, project):
+    with FakeEndpoint(['tool: run_command({"command": "git push --force"})', "Refused."]) as endpoint:
+        done = agent(install, project, endpoint, "-p", "t", "--json", "--yes")
+    got = events(done)
+    assert [event["type"] for event in got] == ["start", "call", "refusal", "result", "answer", "tokens", "end"]
+    assert got[2]["what"] == "git push --force" and got[2]["reason"].startswith("Refused by plainagent's guard rail")

@@ -269,12 +269,12 @@ def parse_setting(name: str, variable: str, value: str):
                                   f"separated by commas, e.g. {variable}=GITHUB_TOKEN")
             return names
         if name == "allow":  # as a list is written: "python -m pytest, git status"
-            allowed = tuple(dict.fromkeys(" ".join(words(part)) for part in value.split(",") if part.strip()))
+            allowed = tuple(dict.fromkeys(" ".join(words(part.strip())) for part in value.split(",") if part.strip()))
             if chaining := [prefix for prefix in allowed if chains(prefix)]:
-                raise ConfigError(f"{variable}={value!r}: `{chaining[0]}` holds one of {' '.join(SHELL_OPERATORS)}: "
-                                  "it approves no command, since a command holding one is always asked; list "
-                                  f"commands' first words separated by commas, e.g. {variable}=\"python -m pytest, "
-                                  "git status\"")
+                raise ConfigError(f"{variable}={value!r}: {chaining[0]!r} holds one of {' '.join(SHELL_OPERATORS)} or "
+                                  "a line break: it approves no command, since a command holding one is always asked; "
+                                  f"list commands' first words separated by commas, e.g. {variable}=\"python -m "
+                                  "pytest, git status\"")
             return allowed
         if name == "deny":
             try:

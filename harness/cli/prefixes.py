@@ -15,7 +15,10 @@ status" (the environment, or the .env beside agent.py; never a project's .env, w
 
 from __future__ import annotations
 
+import os
 import re
+import stat
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,19 +114,21 @@ class Remembered:
         return any(prefix_allows(prefix, command) for prefix in self.prefixes)
 
     def can_remember(self, prefix: str) -> bool:
-        return self.env_file is not None and prefix not in self.prefixes
+        """Whether the question may offer to remember `prefix`: there is a .env to write it in that would be read
+        (PLAINAGENT_ALLOW in the environment comes first), and the list can hold it (commas separate it)."""
+        return (self.env_file is not None and prefix not in self.prefixes and "," not in prefix
+                and self.source != "the environment")
 
     def remember(self, prefix: str) -> str:
-        """Write `prefix` into the .env beside agent.py (dotenv's set_key: the file's other lines, its key among
+        """Write `prefix` into the .env beside agent.py (`write_setting`: its other bytes, the key's line among
         them, are kept as they are); the line that says what became of it."""
         if "," in prefix:  # the list's separator: it would come back as two prefixes
             return f"(not remembered: {VARIABLE} separates its prefixes with commas, and `{prefix}` holds one)\n"
         if self.source == "the environment":  # it comes before the .env: a value written there would not be read
             return (f"(not remembered: {VARIABLE} is set in your environment, which comes before {self.env_file}; "
                     f"add `{prefix}` to it there)\n")
-        from dotenv import set_key  # when first used: nearly nobody does this at each start
         try:
-            set_key(self.env_file, VARIABLE, ", ".join([*self.prefixes, prefix]))
+            write_setting(self.env_file, VARIABLE, ", ".join([*self.prefixes, prefix]))
         except OSError as error:
             return f"(not remembered: {self.env_file}: {error.strerror or error})\n"
         self.prefixes.append(prefix)
@@ -136,3 +141,30 @@ class Remembered:
             return ""
         listed = ", ".join(f"`{prefix}`" for prefix in self.prefixes)
         return f"commands starting {listed} run without a question ({VARIABLE} from {self.source})"
+
+
+def write_setting(path: Path, variable: str, value: str) -> None:
+    """Set `variable` to `value` in the .env at `path` (or the file a link there leads to), every other byte as it
+    was: its line endings, its comments, the key's line. The last line that sets it is replaced (as dotenv reads,
+    the last one counts), else one is added. Quoted as dotenv reads a single-quoted value (\\ and \\' escaped).
+    Written whole, then put in place (os.replace), with the file's mode: a crash leaves the old file or the new."""
+    path = Path(os.path.realpath(path))
+    data = path.read_bytes() if path.exists() else b""
+    quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    found = list(re.finditer(rb"^([ \t]*(?:export[ \t]+)?)" + variable.encode() + rb"[ \t]*=[^\r\n]*", data, re.MULTILINE))
+    if found:
+        line = found[-1][1] + f"{variable}={quoted}".encode()
+        data = data[:found[-1].start()] + line + data[found[-1].end():]
+    else:
+        newline = b"\r\n" if b"\r\n" in data else b"\n"
+        data += (newline if data and not data.endswith(b"\n") else b"") + f"{variable}={quoted}".encode() + newline
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o600  # a new one holds what only you read
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with open(fd, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

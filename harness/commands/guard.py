@@ -141,9 +141,12 @@ def parse_rules(text: str) -> list[Rule]:
         for words in map(shlex.split, text.split(";")) if words]
 
 
+DENIED = "Refused by plainagent's guard rail"  # how a denied command's result begins (-p --json's refusal)
+
+
 def denied_message(rule: Rule) -> str:
     """The result the model gets for a denied command."""
-    return (f"Refused by plainagent's guard rail: {rule.name}. This command is never run, in any mode. (Every "
+    return (f"{DENIED}: {rule.name}. This command is never run, in any mode. (Every "
             "word is taken as a program that may run: if what matched is only text here, such as a search "
             "pattern or a commit message, use search_files or write the text differently.) Otherwise do not "
             "try to get around the rule; find another way, or tell the user the command is needed so they can "
