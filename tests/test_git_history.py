@@ -4,12 +4,13 @@ commands through run_shell, with the kernel's walls and without; and ordinary gi
 import gc
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 from test_landlock import ABI, Tree
 
-from harness.commands.git_history import SNAPSHOTS, GitHistory, git_folder
+from harness.commands.git_history import SNAPSHOTS, GitHistory, git_folder, remove_left_behind
 from harness.commands.namespaces import namespaces_work
 from harness.commands.shell import run_shell
 from harness.common.directories import state_dir
@@ -162,3 +163,25 @@ def test_the_snapshots_and_the_repls_history_file_never_share_a_name(tmp_path):
     ws = keeper_for(project)
     assert run_shell(ws, "echo hi", 20) == "hi"
     assert (state_dir() / "history").read_text() == "ls\n"
+
+
+def test_a_folder_in_use_is_never_taken_for_a_dead_sessions_whatever_its_number_says(tmp_path):
+    """A session in another PID namespace (a container, `unshare -p`) has a number no process here has: its
+    folders were removed as a dead session's, and its next command could not set up its walls. A lock says it."""
+    from harness.commands import namespaces
+    from harness.common.directories import hold
+    alive = Path(tempfile.mkdtemp(prefix="plainagent-999999999-"))  # a number nobody has here
+    lock = hold(alive)
+    snapshots = state_dir() / SNAPSHOTS
+    snapshots.mkdir(parents=True, exist_ok=True)
+    (snapshots / "999999999-elsewhere").mkdir()
+    snapshot_lock = hold(snapshots / "999999999-elsewhere")
+    try:
+        namespaces.remove_left_behind()
+        remove_left_behind(snapshots)
+        assert alive.exists() and (snapshots / "999999999-elsewhere").exists()
+    finally:
+        os.close(lock), os.close(snapshot_lock)  # as its process ending would
+    namespaces.remove_left_behind()
+    remove_left_behind(snapshots)
+    assert not alive.exists() and not (snapshots / "999999999-elsewhere").exists()

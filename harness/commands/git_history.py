@@ -25,7 +25,7 @@ import weakref
 from pathlib import Path
 
 from harness.commands.landlock import repository_outside
-from harness.common.directories import state_dir
+from harness.common.directories import hold, left_behind, state_dir
 
 SNAPSHOTS = "git-snapshots"  # in the state folder (not "history": the REPL's history file has that name)
 KEPT_FILES = ("HEAD", "packed-refs", "ORIG_HEAD", "config", "description")  # copied, with refs/ (small; a command may rewrite them)
@@ -60,7 +60,7 @@ class GitHistory:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         remove_left_behind(root)
         self.snapshot = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
-        weakref.finalize(self, shutil.rmtree, self.snapshot, True)
+        weakref.finalize(self, put_away, self.snapshot, hold(self.snapshot))  # held: seen in use from every process
         for parent, _, names in os.walk(self.git / "objects"):
             into = self.snapshot / os.path.relpath(parent, self.git)
             into.mkdir(parents=True, exist_ok=True)
@@ -164,8 +164,14 @@ def remove_left_behind(root: Path) -> None:
     """The snapshots of sessions whose process is gone (killed with -9: nothing ran at its end)."""
     for folder in root.iterdir():
         try:
-            os.kill(int(folder.name.split("-")[0]), 0)
-        except ProcessLookupError:
-            shutil.rmtree(folder, ignore_errors=True)
+            if left_behind(folder, int(folder.name.split("-")[0])):
+                shutil.rmtree(folder, ignore_errors=True)
         except (ValueError, OSError):
             continue
+
+
+def put_away(snapshot: Path, lock: int | None) -> None:
+    """A session's snapshot, once it ends: removed, then let go (nobody takes it for a dead one's meanwhile)."""
+    shutil.rmtree(snapshot, ignore_errors=True)
+    if lock is not None:
+        os.close(lock)

@@ -50,6 +50,7 @@ from harness.commands.namespaces import (
     unix_sockets,
 )
 from harness.commands.seccomp import seccomp_program
+from harness.common.directories import hold
 from harness.files.secret_files import is_secret
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
@@ -216,6 +217,7 @@ class Boundary:
             session = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))  # commands write in its two folders
             self.tmpdir, self.shm = session / "tmp", session / "shm"
             self.tmpdir.mkdir(), self.shm.mkdir(mode=0o1777)
+            self.held["lock"] = hold(session)  # in use while this process lives, seen from every PID namespace
             self.shm_before = set(os.listdir(SHARED_MEMORY)) if not self.namespaces and os.path.isdir(SHARED_MEMORY) \
                 else None  # without namespaces, commands write in the real one: what they add goes at the end
             weakref.finalize(self, close, self.held, session, self.shm_before)  # when the session ends, or dropped

@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.common.directories import left_behind
+
 SHARED_MEMORY = "/dev/shm"  # POSIX semaphores and shared memory: Python's multiprocessing needs it writable
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", ".claude", ".cursor", ".cursorrules", ".github/instructions",
@@ -101,12 +103,8 @@ def remove_left_behind() -> None:
     """The temp folders of sessions whose process is gone (killed with -9: nothing ran at its end)."""
     for folder in Path(tempfile.gettempdir()).glob("plainagent-*-*"):
         try:
-            pid = int(folder.name.split("-")[1])
-            if folder.stat().st_uid != os.getuid():
-                continue
-            os.kill(pid, 0)  # there still (or its number taken since): left alone
-        except ProcessLookupError:
-            remove_tree(folder)
+            if folder.stat().st_uid == os.getuid() and left_behind(folder, int(folder.name.split("-")[1])):
+                remove_tree(folder)
         except (ValueError, OSError):  # not one of ours, or not ours to know about
             continue
 
@@ -117,6 +115,8 @@ def close(held: dict, session: Path, shm_before: set[str] | None = None) -> None
     if (fd := held.pop("fd", None)) is not None:  # popped: put away once, whoever asks first
         os.close(fd)
     remove_tree(session)
+    if (lock := held.pop("lock", None)) is not None:  # once it has gone: nobody takes it for another's meanwhile
+        os.close(lock)
     if shm_before is not None:
         try:
             added = set(os.listdir(SHARED_MEMORY)) - shm_before
