@@ -488,7 +488,8 @@ def test_a_command_output_cut_through_a_long_token_shows_none_of_its_rest():
 
 def test_a_command_output_cut_through_a_one_line_private_key_shows_none_of_its_rest():
     """A service account's JSON: the key on one line, its line breaks `\\n`; the tail starts in its body."""
-    body = "\\n".join("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" for _ in range(20))
+    body = "\\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"]  # only a key's first line starts so
+                      + ["AoIBAQC7q3xw0BAQEFAASCBKcwggSjAgEAxFZ8m2Lk4Vq9sTnR5pW7yB3dK6hJ0"] * 19)
     line = json.dumps({"private_key": "-----BEGIN PRIVATE KEY-----\n" + body.replace("\\n", "\n")
                        + "\n-----END PRIVATE KEY-----\n", "client_email": "a@b.iam"})
     tail = cut("x" * 5000 + "\n" + line + "\n", 1000).split("...]\n")[1]

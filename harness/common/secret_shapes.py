@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import re
 
+from harness.common.secret_lookalikes import is_example, is_fixture
+
 MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind says what it looked like
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
 
@@ -45,6 +47,9 @@ KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*[+,]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?
 # A line of its body: all base64, blank, or a header (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,…`, PGP's).
 KEY_LINE = (r"""(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n"'\\]{0,200}+"""
             r"""|[A-Za-z0-9+/=]++(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))|(?=\r?\n))""")
+# A line of a body with no BEGIN line before it: base64 of 16 characters or more, or a last one with its "=".
+BODY_LINE = (r"""(?:[A-Za-z0-9+/]{16,}+={0,2}|[A-Za-z0-9+/]{1,15}+={1,2})"""
+             r"""(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))""")
 KEY_END = r"-----(?i:END)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
 SHAPES = [
     # To its END line (base64, and the headers of an encrypted one between), or line by line as long as lines are
@@ -95,9 +100,33 @@ SHAPES = [
     ("Telegram bot token", r":AA(?<=\d:AA)[\w-]{33,}"),  # after the bot's number, which stays
     ("Azure client secret", r"Q~(?<=[\w~.]{3}\dQ~)[\w~.-]{31,34}"),  # its first four characters stay
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    # Shapes with a group "value" withhold only it. An Azure SAS's signature: an HMAC-SHA256, 43 characters of
+    # base64 and its "=", URL-encoded or not, after `?sig=` or `&sig=`; the rest of the URL says what it grants.
+    ("Azure SAS signature", r"sig=(?<=[?&;]sig=)(?P<value>(?:[A-Za-z0-9+/]|%2[BFbf]){43}(?:=|%3[Dd])?)"
+                            r"(?![A-Za-z0-9+/%=])"),
+    # A private key's body without its BEGIN line (pasted from the middle, a key in a variable, `base64 -w0`): it
+    # starts as a key's DER does, before any random byte: a SEQUENCE, then version 0 (PKCS#8, RSA's PKCS#1) or
+    # EC's and Ed25519's first bytes; or as OpenSSH's, "openssh-key-v1". A certificate's (`MIIDdzCCA…`) or public
+    # key's (`MIIBIjANBg…`) goes on differently. Its lines are taken while they are base64, and its END line.
+    ("private key", r"(?:MII[A-Za-z0-9+/]{2}[AQgw]IBA[AD]|MI[GH][A-Za-z0-9+/]AgEA|MHcCAQEE|MIGkAgEB|MC4CAQAwBQYDK2Vw"
+                    rf"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/]{{40,}}+={{0,2}}(?:{KEY_BREAK}{BODY_LINE})*+"
+                    rf"(?:{KEY_BREAK}{KEY_END})?"),
+    # A Discord bot token: the bot's id (17 to 20 digits) in base64, whose every 4 characters have these forms.
+    ("Discord bot token", r"(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5]){5,6}(?:[MNO](?:[AQgw]|[DTjz][AEIMQUYcgk]))?"
+                          r"\.[\w-]{6}\.[\w-]{27,38}(?![\w-])"),
+    ("Mailgun key", r"key-[0-9a-f]{32}(?![0-9A-Za-z])"),
+    # Square's: EAAA and 60 characters, no more (a run of zero bytes in base64 is `AAAA`, `EAAA` after a 0x10,
+    # and a blob never ends just there).
+    ("Square token", r"EAAA(?<![+/]EAAA)[\w-]{60}(?![\w+/=-])"),
+    ("Square token", r"sq0(?:atp-[\w-]{22}|csp-[\w-]{43})(?![\w-])"),
 ]
 COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
-WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token"}
+AWS_ACCESS_KEY = re.compile(dict(SHAPES)["AWS access key"])
+# An AWS secret key: 30 random bytes in base64, so 40 characters and both cases (a hash's hex has one).
+AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])(?=[A-Za-z0-9+/]{0,39}[A-Z])(?=[A-Za-z0-9+/]{0,39}[a-z])"
+                        r"[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
+WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token", "Discord bot token",
+                "Mailgun key", "Square token"}
 ESCAPE_BEFORE = re.compile(r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})\Z")
 ALPHANUMERIC = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
@@ -176,6 +205,7 @@ def looks_random(value: str, fill: str | None = None) -> bool:
             and not DOTTED_NAME.fullmatch(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
+            and not is_fixture(value)
             and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split())))
 
 
@@ -190,9 +220,10 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     'token = "[secret withheld: GitHub token]"'
     """
     found = [] if found is None else found
+    text = withhold_aws_secrets(text, found, fill)  # before its access key id, which says where to look, is withheld
     for kind, shape in COMPILED:
         text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match) or is_no_key(match[0])
-                         else marker(kind, match[0], found, fill), text)
+                         or is_example(match[0]) else shape_withheld(kind, match, found, fill), text)
     text = withhold_named(text, found, fill)
     for kind, flagged, word in FLAGGED:
         if word in text:
@@ -200,6 +231,7 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
                                text_around(match, marker(kind, match["value"], found, fill)), text)
     if "://" in text or ":\\/\\/" in text:
         text = URL_PASSWORD.sub(lambda match: match[0] if is_port(match) or is_placeholder(match["value"], fill)
+                                or match["value"] == match["user"]  # `postgres:postgres@`, `guest:guest@`: defaults
                                 else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
@@ -213,6 +245,44 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
         text = MARKER.format(kind="the end of a token cut short") + text[start.end():]
     return text
+
+
+def shape_withheld(kind: str, match: re.Match, found: list[tuple[str, str]], fill: str | None) -> str:
+    """What a shape's match becomes: its marker, or, for a shape with a group "value", the match with that
+    group's marker in its place (`&sig=[secret withheld: …]`)."""
+    if "value" in match.re.groupindex:
+        return text_around(match, marker(kind, match["value"], found, fill))
+    return marker(kind, match[0], found, fill)
+
+
+def withhold_aws_secrets(text: str, found: list[tuple[str, str]], fill: str | None) -> str:
+    """The text with each AWS secret key near an access key id withheld: 40 characters of base64, in both
+    cases, on the id's line or the line before or after it (a CSV of keys, `boto3.client('s3', 'AKIA…', '…')`).
+    Alone, 40 such characters are a hash, an id or a nonce; beside an id they are its secret."""
+    spans: list[tuple[int, int]] = []
+    for key_id in AWS_ACCESS_KEY.finditer(text):
+        if is_example(key_id[0]):
+            continue
+        start, end = lines_around(text, key_id.start(), key_id.end())
+        for secret in AWS_SECRET.finditer(text, max(start, spans[-1][1] if spans else 0), end):
+            if AWS_SECRET.match(text, secret.start()) and not is_example(secret[0]):  # whole, past `end` too
+                spans.append(secret.span())
+    pieces, done = [], 0
+    for start, end in spans:
+        pieces += [text[done:start], marker("AWS secret key", text[start:end], found, fill)]
+        done = end
+    return "".join(pieces) + text[done:]
+
+
+def lines_around(text: str, start: int, end: int, reach: int = 300) -> tuple[int, int]:
+    """Where the line before the one holding text[start:end] starts, and where the line after it ends, at most
+    `reach` characters away."""
+    low, high = max(0, start - reach), min(len(text), end + reach)
+    before = text.rfind("\n", low, start)
+    before = text.rfind("\n", low, before) if before > low else -1
+    after = text.find("\n", end, high)
+    after = text.find("\n", after + 1, high) if after != -1 else -1
+    return (before + 1 if before != -1 else low), (after if after != -1 else high)
 
 
 def mixed(piece: str) -> bool:
@@ -297,7 +367,7 @@ def is_placeholder(value: str, fill: str | None) -> bool:
     withheld already."""
     return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
-            or (fill is not None and fill in value))
+            or (fill is not None and fill in value) or is_fixture(value))
 
 
 def is_no_key(value: str) -> bool:

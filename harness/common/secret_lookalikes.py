@@ -1,0 +1,53 @@
+"""What has a credential's shape and is none: documented examples, placeholders, test fixtures, password hashes.
+
+The failure it prevents is the shape net (secret_shapes.py) in the way of ordinary work: a README's
+`AKIAIOSFODNN7EXAMPLE`, a `.env.example`'s `ghp_xxxx…`, a test's `password='testpassword123456'`, Django's
+`SECRET_KEY = 'django-insecure-…'` or a fixture's `pbkdf2_sha256$…` hash shown to the model as "[secret
+withheld: …]", so it cannot read, check or change the line, and people learn to turn the net off. Each rule
+here is one a real credential meets only by a chance too small to matter (the numbers are in the comments);
+none of them knows a value from its name, and none ever lets through a value that has the randomness of one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# Values published as examples in a provider's own documentation: whoever reads them knows them. AWS's carry
+# the word EXAMPLE (found by EXAMPLE_WORDS); Stripe's test key and jwt.io's sample token do not.
+DOCUMENTED = {
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc",  # Stripe's API reference
+    "sk_test_BQokikJOvBiI2HlWgH4olfQ2",  # Stripe's older guides
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",  # jwt.io's sample, as its page showed it for years
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiYWRtaW4iOnRydWUsImlhdCI6"
+    "MTUxNjIzOTAyMn0.KMUFsIDTnFmyG3nMiGM6H9FNFUROf3wh7SmqJp-QV30",  # and as it shows it now
+}
+# Words that say a value stands for one, anywhere in it (`…CYEXAMPLEKEY`, `django-insecure-…`): five letters
+# or more, so a random token of 40 characters holds one by chance about once in 20 million.
+EXAMPLE_WORDS = re.compile(r"(?i:example|sample|dummy|placeholder|change[_-]?me|redacted|insecure)")
+# Words a person writes in a fixture's value (`test-token-…`, `fake-api-key-…`, `your-client-secret`), where a
+# word starts: after a character that is no letter, or at the value's start. Only for values with no fixed
+# prefix (`sk_test_` is a live Stripe key's shape: a prefix's words say nothing); a random value of 20 letters
+# and digits starts one of these about once in 20,000 (its words start after each digit, about 3 a value).
+FIXTURE_WORDS = re.compile(r"(?i)(?<![a-z])(?:test|fake|mock|demo|your|secret|passw(?:or)?d|token|replace)")
+# A password hash is no password (Django's, Werkzeug's, LDAP's and Spring's forms; crypt's `$2b$…`, `$argon2…`,
+# `$6$…` start with a `$`, which a value named as a secret never does: secret_shapes.looks_random).
+PASSWORD_HASH = re.compile(r"(?:pbkdf2_sha\d+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$|(?:pbkdf2|scrypt):[\w:]*\$"
+                           r"|\{(?i:s?sha\d*|s?md5|crypt|bcrypt|pbkdf2|scrypt|argon2)\}")
+
+
+def is_example(value: str) -> bool:
+    """Whether a value with a credential's shape is a documented example (`AKIAIOSFODNN7EXAMPLE`, Stripe's test
+    key, jwt.io's token) or a placeholder: a word that says so, or mostly one character (`ghp_xxxx…`,
+    `AKIAXXXX…`, `sk_live_0000…`; a random token's commonest character is a few percent of it)."""
+    return (value in DOCUMENTED or EXAMPLE_WORDS.search(value) is not None
+            or bool(value) and Counter(value).most_common(1)[0][1] * 2 > len(value))
+
+
+def is_fixture(value: str) -> bool:
+    """Whether a value a name says is secret, or a password in a URL or on a command line, is a test's or a
+    document's: an example (`is_example`), a fixture's word (`testpassword123456`, `your-token`), or a password
+    hash (`pbkdf2_sha256$…`)."""
+    return (is_example(value) or FIXTURE_WORDS.search(value) is not None
+            or PASSWORD_HASH.match(value) is not None)
