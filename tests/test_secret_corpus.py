@@ -258,3 +258,12 @@ def test_a_lone_base64_value_of_forty_characters_is_no_aws_secret():
     for _ in range(RUNS):
         text = f"nonce = {b64(secrets.token_bytes(30))}\nid = AKIA is a prefix\n"
         assert withhold(text) == text
+
+
+@pytest.mark.parametrize("prefix", ["AIza", "EAAA", "key-", "MIIEvQIBAD"])
+def test_a_prefix_inside_a_base64_blob_is_no_credential(prefix):
+    """A base64 image holds any four characters about once in 16 million: a shape of a fixed length that a blob
+    could go on past (Google's `AIza` and 35 more) is no key inside one. A key's DER start is, whatever holds it."""
+    blob = b64(secrets.token_bytes(600))
+    text = blob[:100] + prefix + draw(ALNUM, 60) + blob[100:]
+    assert (withhold(text) == text) is (prefix != "MIIEvQIBAD")

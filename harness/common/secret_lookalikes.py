@@ -33,6 +33,10 @@ EXAMPLE_WORDS = re.compile(r"(?i:example|sample|dummy|placeholder|change[_-]?me|
 FIXTURE_WORDS = re.compile(r"(?i)(?<![a-z])(?:test|fake|mock|demo|your|secret|passw(?:or)?d|token|replace)")
 # A password hash is no password (Django's, Werkzeug's, LDAP's and Spring's forms; crypt's `$2b$…`, `$argon2…`,
 # `$6$…` start with a `$`, which a value named as a secret never does: secret_shapes.looks_random).
+# A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
+# `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
+PORT_AND_PATH = re.compile(r"\d{1,5}/")
+WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
 PASSWORD_HASH = re.compile(r"(?:pbkdf2_sha\d+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$|(?:pbkdf2|scrypt):[\w:]*\$"
                            r"|\{(?i:s?sha\d*|s?md5|crypt|bcrypt|pbkdf2|scrypt|argon2)\}")
 
@@ -51,3 +55,25 @@ def is_fixture(value: str) -> bool:
     hash (`pbkdf2_sha256$…`)."""
     return (is_example(value) or FIXTURE_WORDS.search(value) is not None
             or PASSWORD_HASH.match(value) is not None)
+
+
+def is_no_url_password(match: re.Match) -> bool:
+    """Whether what secret_shapes.URL_PASSWORD found is no password: a host's port and a path (`PORT_AND_PATH`),
+    or a default that repeats the user's name (`postgres://postgres:postgres@`, `amqp://guest:guest@`)."""
+    scheme_end = match.start()
+    return match["value"] == match["user"] or bool(PORT_AND_PATH.match(match["value"])) and (
+        "." in match["user"] or match["user"] == "localhost" or WEB_SCHEME.search(match.string, max(0, scheme_end - 5),
+                                                                                  scheme_end) is not None)
+
+
+def is_no_key(value: str) -> bool:
+    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
+    kubeconfig's client-certificate-data)."""
+    if not value.startswith("LS0tLS1CRUdJTi"):
+        return False
+    import base64
+    import binascii
+    try:
+        return b"PRIVATE KEY" not in base64.b64decode(value[:80])
+    except (binascii.Error, ValueError):
+        return True

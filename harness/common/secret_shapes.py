@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from harness.common.secret_lookalikes import is_example, is_fixture
+from harness.common.secret_lookalikes import is_example, is_fixture, is_no_key, is_no_url_password
 
 MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind says what it looked like
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
@@ -81,7 +81,7 @@ SHAPES = [
     ("Hugging Face token", r"api_org_[A-Za-z0-9]{30,}"),
     ("npm token", r"npm_[A-Za-z0-9]{36,}"),
     ("PyPI token", r"pypi-AgE[\w-]{50,}"),
-    ("Google API key", r"AIza[\w-]{35}"),
+    ("Google API key", r"AIza[\w-]{35}(?![\w+/=-])"),  # 39 characters, no more: base64 holds `AIza` once in 16 M
     ("Google OAuth secret", r"GOCSPX-[\w-]{28}"),
     ("Google OAuth token", r"ya29\.[\w-]{20,}"),
     ("JSON web token", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
@@ -159,10 +159,6 @@ CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a valu
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
 URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{0,100})):"
                           r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
-# A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
-# `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
-PORT_AND_PATH = re.compile(r"\d{1,5}/")
-WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
 # A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; and in an
 # XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
 FLAGGED = [
@@ -230,8 +226,7 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
             text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
                                text_around(match, marker(kind, match["value"], found, fill)), text)
     if "://" in text or ":\\/\\/" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if is_port(match) or is_placeholder(match["value"], fill)
-                                or match["value"] == match["user"]  # `postgres:postgres@`, `guest:guest@`: defaults
+        text = URL_PASSWORD.sub(lambda match: match[0] if is_no_url_password(match) or is_placeholder(match["value"], fill)
                                 else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
@@ -353,14 +348,6 @@ def text_around(match: re.Match, value: str) -> str:
     return match[0][:match.start("value") - start] + value + match[0][match.end("value") - start:]
 
 
-def is_port(match: re.Match) -> bool:
-    """Whether what URL_PASSWORD found is a host's port and a path (`PORT_AND_PATH`), not a password."""
-    scheme_end = match.start()
-    return bool(PORT_AND_PATH.match(match["value"])) and (
-        "." in match["user"] or match["user"] == "localhost" or WEB_SCHEME.search(match.string, max(0, scheme_end - 5),
-                                                                                  scheme_end) is not None)
-
-
 def is_placeholder(value: str, fill: str | None) -> bool:
     """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
     `****`, `…`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
@@ -368,19 +355,6 @@ def is_placeholder(value: str, fill: str | None) -> bool:
     return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
             or (fill is not None and fill in value) or is_fixture(value))
-
-
-def is_no_key(value: str) -> bool:
-    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
-    kubeconfig's client-certificate-data)."""
-    if not value.startswith("LS0tLS1CRUdJTi"):
-        return False
-    import base64
-    import binascii
-    try:
-        return b"PRIVATE KEY" not in base64.b64decode(value[:80])
-    except (binascii.Error, ValueError):
-        return True
 
 
 def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
