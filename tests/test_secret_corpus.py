@@ -165,9 +165,11 @@ def openssh_body() -> list[str]:
     return pem_lines(b"openssh-key-v1\0" + b"\0\0\0\4none" + secrets.token_bytes(380), width=70)
 
 
-def discord_token() -> str:
-    user_id = str(secrets.randbelow(9 * 10 ** 18) + 10 ** 18)
-    return f"{b64url(user_id.encode())}.{draw(URL_SAFE, 6)}.{draw(URL_SAFE, 38)}"
+def discord_token() -> tuple[str, str]:
+    """A bot's id, 17 to 20 digits in base64, and the rest of its token."""
+    digits = secrets.choice([17, 18, 19, 20])
+    user_id = str(10 ** (digits - 1) + secrets.randbelow(9 * 10 ** (digits - 1)))
+    return b64url(user_id.encode()), f"{draw(URL_SAFE, 6)}.{draw(URL_SAFE, 38)}"
 
 
 def jwt() -> str:
@@ -189,6 +191,7 @@ def password() -> str:
 def credentials() -> list[tuple[str, str]]:
     """(text, what the model is shown) for one draw of each credential."""
     aws_id, aws_secret = aws_pair()
+    bot_id, discord = discord_token()
     sas = b64(secrets.token_bytes(32))
     key_lines, ssh_lines = pem_lines(private_key_der()), openssh_body()
     pkcs8 = "\n".join(key_lines)
@@ -222,8 +225,8 @@ def credentials() -> list[tuple[str, str]]:
         (f'"private_key": "{one_line}\\n",', f'"private_key": "{mark("private key")}\\n",'),
         ("\n".join(ssh_lines) + "\n-----END OPENSSH PRIVATE KEY-----",
          "\n".join([mark("private key")] * (len(ssh_lines) + 1))),
-        (f"DISCORD_BOT={discord_token()}", f"DISCORD_BOT={mark('Discord bot token')}"),
-        (f"client.run('{discord_token()}')", f"client.run('{mark('Discord bot token')}')"),
+        (f"DISCORD_BOT={bot_id}.{discord}", f"DISCORD_BOT={bot_id}{mark('Discord bot token')}"),  # the id stays
+        (f"client.run('{bot_id}.{discord}')", f"client.run('{bot_id}{mark('Discord bot token')}')"),
         (f"mailgun = Mailgun('key-{draw(HEX, 32)}')", f"mailgun = Mailgun('{mark('Mailgun key')}')"),
         (f"SQUARE_ACCESS_TOKEN=EAAA{draw(URL_SAFE, 60)}", f"SQUARE_ACCESS_TOKEN={mark('Square token')}"),
         (f"client = Client(access_token='EAAA{draw(URL_SAFE, 60)}')", f"client = Client(access_token='{mark('Square token')}')"),
