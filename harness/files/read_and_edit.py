@@ -135,7 +135,8 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
     the places), where the model saw values withheld (secret_shapes.py): old_str is matched in the file as the
     model saw it, never inside such a value (whether it matched there, or matched "2 places", would tell the
     value a piece at a time): each of their characters stands as `fill` meanwhile, and is put back after; and
-    the edit must leave every value as withheld as it was."""
+    the edit must leave every value as withheld as it was. A value old_str holds whole is the model's to know
+    (the user told it, to rotate a token): that one is matched as it is, and may change."""
     from harness.common.secret_shapes import masked, unmasked, withheld_values  # when first used (Workspace.redact)
     check_withheld(old, new, text, path)
     withheld: list[tuple[str, str]] = []
@@ -144,6 +145,10 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
     if not fill and withheld_values(text):
         raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
                         "stand for the values it withholds from you; ask the user to make this edit.")
+    # Whole, never a piece: a guess must be all of a value to match, so no run of tries finds one piece by piece.
+    if told := {value for _, value in withheld if value in old}:
+        source = shown_again(source, text, told, fill)
+        withheld = [(kind, value) for kind, value in withheld if value not in told]
     try:
         if replace_all:
             asked, places = replace_every(source, old, new, path)
@@ -151,17 +156,31 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
         else:
             (asked, rule, first, last), places = replace_once(source, old, new, path), []
     except (ToolError, EditRefused):
-        if not withheld:
+        if not (fill and fill in source):  # nothing stood for a value: what the error shows is the model's to see
             raise
         # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
         (replace_every if replace_all else replace_once)(ws.redact(text), old, new, path)
         raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
                         "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
                         "around it, with no part of the marker in old_str, or ask the user to change it.") from None
-    if withheld:
+    if fill and fill in source:
         asked = unmasked(asked, text, source, fill)
         check_revealed(withheld, keep_final_newline(text, asked), path)
     return asked, rule, first, last, places
+
+
+def shown_again(mask: str, text: str, told: set[str], fill: str) -> str:
+    """`mask` (`text` with its withheld values' characters as `fill`) with each value in `told` as it is, at each
+    place where it is a withheld value whole: not where it is part of a longer one, whose run goes on past it."""
+    for value in told:
+        start = text.find(value)
+        while start != -1:
+            end = start + len(value)
+            if (mask[start:end] == "".join("\n" if c == "\n" else fill for c in value)
+                    and mask[start - 1:start] != fill and mask[end:end + 1] != fill):
+                mask = mask[:start] + value + mask[end:]
+            start = text.find(value, end)
+    return mask
 
 
 def check_withheld(old: str, new: str, text: str, path: str) -> None:
