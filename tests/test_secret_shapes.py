@@ -221,13 +221,21 @@ def settings(tmp_path):
     return Workspace(tmp_path)
 
 
-def test_an_edit_from_a_line_shown_withheld_fails_and_says_why(settings):
+def test_an_edit_from_a_line_shown_withheld_keeps_the_value(settings):
+    """Issue 33: the model copies the lines as read_file showed them, marker and all; the marker stands for the
+    value at its place, and the value stays byte for byte (this was refused before)."""
     shown = run(settings, "read_file", path="settings.json").output
     assert '"token": "[secret withheld: Slack token]"' in shown
     result = run(settings, "edit_file", path="settings.json", old_str='  "editor.tabSize": 4,\n  "token": '
                  '"[secret withheld: Slack token]"', new_str='  "editor.tabSize": 2,\n  "token": "[secret withheld: '
                  'Slack token]"')
-    assert not result.ok
+    assert result.ok and result.output == "Edited settings.json at lines 2-3."
+    assert (settings.root / "settings.json").read_text() == SETTINGS.replace("4,", "2,")
+
+
+def test_an_old_str_with_a_marker_the_file_does_not_show_there_fails_and_says_why(settings):
+    result = run(settings, "edit_file", path="settings.json", old_str='"editor.tabSize": "[secret withheld: Slack '
+                 'token]"', new_str='"editor.tabSize": 2')
     assert result.output == ("old_str holds [secret withheld: Slack token], which stands for a value plainagent "
                              "withheld from you (it looks like a credential); settings.json holds the value itself, "
                              "so old_str is not in it. Make the edit around that line, with the value left out, or "

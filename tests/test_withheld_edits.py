@@ -126,3 +126,58 @@ def test_end_to_end_the_model_reads_a_withheld_value_and_edits_near_it(install, 
     assert output == '3:DATABASE_URL = "postgres://shop:example2@db:5432/shop"'
     assert (project / "settings.py").read_bytes() == settings(new_token).replace(
         "release job", "release and nightly jobs").replace("shop:example@", "shop:example2@").encode()
+
+
+# --- a line copied with its marker, as read_file showed it ---
+
+
+def test_a_line_copied_with_its_marker_is_edited_and_the_value_kept(tmp_path):
+    """The model copies the line as it was shown, marker and all, and changes the text around the value."""
+    token = github_token()
+    ws = workspace(tmp_path, settings(token), [])
+    result = edit(ws, f'GITHUB_TOKEN = "{MARK}"  # for the release job', f'GITHUB_TOKEN = "{MARK}"  # for nightly')
+    assert result.ok and result.output == "Edited settings.py at line 2."
+    assert (tmp_path / "settings.py").read_text() == settings(token).replace("# for the release job", "# for nightly")
+
+
+def test_lines_copied_with_a_private_key_s_markers_are_moved_with_the_key(tmp_path):
+    body = [secrets.token_urlsafe(48).replace("-", "+").replace("_", "/")[:64] for _ in range(3)]
+    key = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(body) + "\n-----END OPENSSH PRIVATE KEY-----"
+    (tmp_path / "deploy.yaml").write_text(f"user: deploy\nkey: |\n{key}\n")
+    ws = Workspace(tmp_path)
+    shown = run_tool(ws, "read_file", {"path": "deploy.yaml"}).output
+    old = shown.split("\n", 1)[1]  # from "key: |" on, five markers
+    assert old == "key: |\n" + "\n".join(["[secret withheld: private key]"] * 5)
+    result = run_tool(ws, "edit_file", {"path": "deploy.yaml", "old_str": f"user: deploy\n{old}",
+                                        "new_str": f"{old}\nuser: ops"})
+    assert result.ok, result.output
+    assert (tmp_path / "deploy.yaml").read_text() == f"key: |\n{key}\nuser: ops\n"
+
+
+def test_new_str_that_drops_or_adds_a_marker_is_refused_and_says_why(tmp_path):
+    token = github_token()
+    ws = workspace(tmp_path, settings(token), [])
+    for new_str in ['GITHUB_TOKEN = ""', f'GITHUB_TOKEN = "{MARK}{MARK}"']:
+        result = edit(ws, f'GITHUB_TOKEN = "{MARK}"', new_str)
+        assert result.output == (f"new_str does not hold the markers old_str holds, in the same order: each marker "
+                                 "in old_str stands for the value withheld from you at its place, and new_str keeps "
+                                 "it where its marker is. Keep them as they are, or ask the user to change the "
+                                 "value. No changes were made.")
+    assert (tmp_path / "settings.py").read_text() == settings(token)
+
+
+def test_a_copied_line_that_is_shown_twice_matches_two_places(tmp_path):
+    """Two tokens of different lengths, on lines that read the same: as read_file showed them, two places."""
+    (tmp_path / "a.env.sh").write_text(f"T={github_token()}\nT={github_token()}xyz\n")
+    result = run_tool(Workspace(tmp_path), "edit_file", {"path": "a.env.sh", "old_str": f"T={MARK}",
+                                                          "new_str": f"export T={MARK}"})
+    assert result.output.startswith("old_str matches more than one place in a.env.sh as read_file shows it")
+
+
+def test_a_copied_line_whose_change_would_show_the_value_is_refused(tmp_path):
+    (tmp_path / "app.json").write_text('{"token": "a8Fj3kL0pQ9zX2vB7nM4"}\n')
+    named = "[secret withheld: a value named as a secret]"
+    result = run_tool(Workspace(tmp_path), "edit_file", {"path": "app.json", "old_str": f'{{"token": "{named}"}}',
+                                                          "new_str": f'{{"tokne": "{named}"}}'})
+    assert result.output.startswith("After this edit, app.json would show a value plainagent withheld from you (")
+    assert (tmp_path / "app.json").read_text() == '{"token": "a8Fj3kL0pQ9zX2vB7nM4"}\n'
