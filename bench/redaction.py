@@ -30,8 +30,9 @@ def texts() -> dict[str, str]:
     log = "".join(f"2026-12-01 12:00:{n % 60:02} INFO worker {n} started queue=default elapsed=0.0{n % 97}s\n"
                   for n in range(20_000))
     draw = random.Random(33).choices  # tokens as random as real ones: `ghp_000…1` is a placeholder (issue 33)
-    tokens = "".join(f"export GITHUB_TOKEN=ghp_{''.join(draw(ALNUM, k=36))}\nAuthorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx"
-                     f"{n}In0.dozjgNryP4J3jVmNHl0w5N\npassword = 'Tr0ub4dor-{n:08d}'\n" for n in range(10_000))
+    tokens = "".join(f"export GITHUB_TOKEN=ghp_{''.join(draw(ALNUM, k=36))}\nAuthorization: Bearer "
+                     f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx{n}In0.dozjgNryP4J3jVmNHl0w5N\npassword = 'Tr0ub4dor-{n:08d}'\n"
+                     for n in range(10_000))
     return {name: (text * (SIZE // len(text) + 1))[:SIZE] for name, text in
             {"python source": code, "a log": log, "dense with tokens": tokens}.items()}
 

@@ -113,6 +113,13 @@ ORDINARY = [
     "request_id=8f14e45fceea167a5a36dedd4bea2543 status=200 elapsed=0.013s",
     "https://example.com/search?q=sig%3D&sig=short", "EAAA is the start of a base64 run of zero bytes",
     "MIIT License, see LICENSE", "See docs/sas.md: a SAS token ends with &sig=<signature>.",
+    # configuration people paste from CI, Kubernetes, Helm and .env.example files
+    "          token: ${{ secrets.GITHUB_TOKEN }}", "  password: {{ .Values.postgresql.auth.password | quote }}",
+    "data:\n  password: cGFzc3dvcmQ=\n  username: YWRtaW4=", 'variable "db_password" {\n  sensitive = true\n}',
+    "OPENAI_API_KEY=sk-your-key-here", "SECRET_KEY=replace-with-a-long-random-string-1234",
+    "AWS_SECRET_ACCESS_KEY=your-secret-access-key-here-0123456789", "JWT_SECRET=test-jwt-secret-for-ci-only-42",
+    "export GITHUB_TOKEN=ghp_0000000000000000000000000000000000000000", "API_TOKEN=dummy-token-value-123456789",
+    'headers = {"Authorization": f"Bearer {token}"}',
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 RANDOM_ORDINARY = {  # a family of ordinary values: a new one each draw
@@ -188,6 +195,14 @@ def password() -> str:
     return "".join(secrets.SystemRandom().sample(draw(ALNUM + "!#%&*-_", 19) + secrets.choice(string.digits), 20))
 
 
+def generated(n: int) -> str:
+    """n letters and digits as a key generator makes them: both cases and a digit among them, as all but one in
+    a few million random ones have."""
+    return "".join(secrets.SystemRandom().sample(draw(ALNUM, n - 3) + secrets.choice(string.ascii_lowercase)
+                                                 + secrets.choice(string.ascii_uppercase)
+                                                 + secrets.choice(string.digits), n))
+
+
 def credentials() -> list[tuple[str, str]]:
     """(text, what the model is shown) for one draw of each credential."""
     aws_id, aws_secret = aws_pair()
@@ -238,6 +253,9 @@ def credentials() -> list[tuple[str, str]]:
         (f'"{aws_secret}"\n"{aws_id}"', f'"{mark("AWS secret key")}"\n"{mark("AWS access key")}"'),
         # values named as secrets, and passwords in URLs, at a generated password's length and alphabet
         (f'password = "{password()}"', f'password = "{mark("a value named as a secret")}"'),
+        (f"MOLLIE_API_KEY=test_{generated(30)}", f"MOLLIE_API_KEY={mark('a value named as a secret')}"),
+        (f"BRAINTREE_ACCESS_TOKEN=access_token$production${draw(HEX, 16)}${draw(HEX, 32)}",
+         f"BRAINTREE_ACCESS_TOKEN={mark('a value named as a secret')}"),
         (f"DATABASE_URL=postgres://shop:{draw(ALNUM, 24)}@db:5432/shop",
          f"DATABASE_URL=postgres://shop:{mark('password in a URL')}@db:5432/shop"),
     ]
@@ -270,3 +288,13 @@ def test_a_prefix_inside_a_base64_blob_is_no_credential(prefix):
     blob = b64(secrets.token_bytes(600))
     text = blob[:100] + prefix + draw(ALNUM, 60) + blob[100:]
     assert (withhold(text) == text) is (prefix != "MIIEvQIBAD")
+
+
+def test_no_fixture_makes_withholding_slow():
+    """Half a megabyte of values named as secrets, each a fixture's word and a long run: each is looked at once
+    for a run in both cases (a draft's lookaheads from every character of a run took minutes on it)."""
+    import time
+    text = ('password="test' + "a" * 1990 + '"\n') * 250
+    started = time.perf_counter()
+    assert withhold(text) == text
+    assert time.perf_counter() - started < 2

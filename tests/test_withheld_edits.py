@@ -159,7 +159,7 @@ def test_new_str_that_drops_or_adds_a_marker_is_refused_and_says_why(tmp_path):
     ws = workspace(tmp_path, settings(token), [])
     for new_str in ['GITHUB_TOKEN = ""', f'GITHUB_TOKEN = "{MARK}{MARK}"']:
         result = edit(ws, f'GITHUB_TOKEN = "{MARK}"', new_str)
-        assert result.output == (f"new_str does not hold the markers old_str holds, in the same order: each marker "
+        assert result.output == ("new_str does not hold the markers old_str holds, in the same order: each marker "
                                  "in old_str stands for the value withheld from you at its place, and new_str keeps "
                                  "it where its marker is. Keep them as they are, or ask the user to change the "
                                  "value. No changes were made.")

@@ -27,12 +27,15 @@ DOCUMENTED = {
 # Searched in the lowered value: a case-insensitive regex took 3.5 µs a value, 7 times as long, and the net asks
 # it of every value it finds.
 EXAMPLE_WORDS = re.compile(r"example|sample|dummy|placeholder|change[_-]?me|redacted|insecure")
-# Words a person writes in a fixture's value (`test-token-…`, `fake-api-key-…`, `your-client-secret`), where a
-# word starts: after a character that is no letter, or at the value's start. Only for values with no fixed
-# prefix (`sk_test_` is a live Stripe key's shape: a prefix's words say nothing); a random value of 20 letters
-# and digits starts one of these about once in 20,000 (its words start after each digit, about 3 a value).
-FIXTURE_WORDS = re.compile(EXAMPLE_WORDS.pattern  # and EXAMPLE_WORDS, in one search of the lowered value
-                           + r"|(?<![a-z])(?:test|fake|mock|demo|your|secret|passw(?:or)?d|token|replace)")
+# Words a person writes in a fixture's value (`test-token-…`, `fake-api-key-…`, `your-client-secret`): where a
+# word starts, after a character that is no letter, or at the value's start; the words a name says ("secret",
+# "password", "token") only there (Braintree's `access_token$production$…` is a live one). Only for values with
+# no fixed prefix (`sk_test_` is a live Stripe key's shape: a prefix's words say nothing); a random value of 20
+# letters and digits starts one of these about once in 20,000 (its words start after each digit).
+FIXTURE_WORDS = re.compile(r"^(?:secret|passw(?:or)?d|token)|(?<![a-z])(?:test|fake|mock|demo|your|replace)")
+# What a generator made, which no fixture's word excuses: a run of 12 letters and digits or more, in both cases
+# (Mollie's test key `test_dHar4XY7LxsDOtmn…` is a live one); a person's fixture is words and plain digits or hex.
+RUN = re.compile(r"[A-Za-z0-9]{12,}")
 # A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
 # `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
@@ -60,10 +63,12 @@ def mostly_one_character(value: str) -> bool:
 
 def is_fixture(value: str) -> bool:
     """Whether a value a name says is secret, or a password in a URL or on a command line, is a test's or a
-    document's: an example (`is_example`), a fixture's word (`testpassword123456`, `your-token`), or a password
-    hash (`pbkdf2_sha256$…`)."""
-    return (value in DOCUMENTED or FIXTURE_WORDS.search(value.lower()) is not None or mostly_one_character(value)
-            or PASSWORD_HASH.match(value) is not None)
+    document's: an example (`is_example`), a fixture's word (`testpassword123456`, `your-token`) in a value no
+    generator made, or a password hash (`pbkdf2_sha256$…`)."""
+    if is_example(value) or PASSWORD_HASH.match(value):
+        return True
+    return FIXTURE_WORDS.search(value.lower()) is not None and not any(
+        run.lower() != run and run.upper() != run for run in RUN.findall(value))  # both cases: generated
 
 
 def is_no_url_password(match: re.Match) -> bool:

@@ -237,7 +237,8 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
             text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
                                text_around(match, marker(kind, match["value"], found, fill)), text)
     if "://" in text or ":\\/\\/" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if is_no_url_password(match) or is_placeholder(match["value"], fill)
+        text = URL_PASSWORD.sub(lambda match: match[0] if is_no_url_password(match)
+                                or is_placeholder(match["value"], fill)
                                 else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape

@@ -153,7 +153,8 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
     if told := {value for _, value in withheld if value in old}:
         source = shown_again(source, text, told, fill)
         withheld = [(kind, value) for kind, value in withheld if value not in told]
-    matched, replacement = stood_for(ws, source, text, old, new, fill, path) if withheld and not replace_all else (old, new)
+    matched, replacement = (stood_for(ws, source, text, old, new, fill, path) if withheld and not replace_all
+                            else (old, new))
     check_withheld(matched, replacement, text, path)
     try:
         if replace_all:
