@@ -298,3 +298,16 @@ def test_no_fixture_makes_withholding_slow():
     started = time.perf_counter()
     assert withhold(text) == text
     assert time.perf_counter() - started < 2
+
+
+def test_a_command_output_cut_through_a_new_shape_shows_no_piece_of_it():
+    """Kept as a head and a tail of 40 bytes each, the head ends inside a key's body (`base64 -w0`, no BEGIN line)
+    or a Square token."""
+    import io
+
+    from harness.commands.shell import HeadAndTail
+    for value in [b64(private_key_der()), f"EAAA{draw(URL_SAFE, 60)}"]:
+        output = HeadAndTail(80)
+        output.read_all(io.BytesIO(f"K={value}\n{'x' * 100}\nend\n".encode()))
+        shown = output.text(lambda text, **cut: withhold(text, **cut))
+        assert shown.startswith("K=[secret withheld: a token cut short]\n[... "), shown

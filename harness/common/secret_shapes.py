@@ -17,9 +17,10 @@ model can read and change. What has a shape and is none (a documented example, a
 `test-token-…`, a password hash, `postgres://app:example@db`) is secret_lookalikes.py's to tell.
 
 The marker can never match the file's own text unknowingly: `marker_in` finds it in an edit's old or new text,
-and files.py refuses such an edit with the reason, unless the file really holds those words. An edit's old_str
-is matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece
-at a time; and `withheld_values` before and after an edit tell files.py whether it would show one (text joined
+and read_and_edit.py takes it for the value at its place, where old_str is at one place of the file as it was
+shown, or refuses the edit with the reason, unless the file really holds those words. An edit's old_str is
+matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece at a
+time; and `withheld_values` before and after an edit tell read_and_edit.py whether it would show one (text joined
 to it takes its shape away: `echo xsk-…`).
 
 What a shape cannot do: know a value no shape describes (`DB_PASSWORD=Winter2024!`, `password = hunter2`: a
@@ -181,8 +182,10 @@ FLAGGED = [
                                              r"(?P<value>[^<>\s]{8,2000}+)</(?P=name)>"), "</"),
 ]
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
-CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[\s\S]*"
-                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+# A key's body with no BEGIN line, as it starts (the shape's first characters), is cut short to the end too.
+CUT_SHORT_END = re.compile(r"(?:(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)|(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]"
+                           r"{2}[AQgw]IBA|b3BlbnNzaC1rZXktdjE))[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ|EAAA)|gh[pousr]_"
+                           r"|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-|sq0atp-|sq0csp-)[\w.-]{0,2000}+)\Z")
 # A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
