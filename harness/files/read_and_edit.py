@@ -203,15 +203,20 @@ def stood_for(ws: Workspace, source: str, text: str, old: str, new: str, fill: s
 def shown_again(mask: str, text: str, told: set[str], fill: str) -> str:
     """`mask` (`text` with its withheld values' characters as `fill`) with each value in `told` as it is, at each
     place where it is a withheld value whole: not where it is part of a longer one, whose run goes on past it."""
+    spans = []
     for value in told:
+        filled = "".join("\n" if character == "\n" else fill for character in value)
         start = text.find(value)
         while start != -1:
             end = start + len(value)
-            if (mask[start:end] == "".join("\n" if c == "\n" else fill for c in value)
-                    and mask[start - 1:start] != fill and mask[end:end + 1] != fill):
-                mask = mask[:start] + value + mask[end:]
+            if mask[start:end] == filled and mask[start - 1:start] != fill and mask[end:end + 1] != fill:
+                spans.append((start, end))
             start = text.find(value, end)
-    return mask
+    pieces, done = [], 0
+    for start, end in sorted(spans):  # each a run of its own, so none overlaps another
+        pieces += [mask[done:start], text[start:end]]
+        done = end
+    return "".join(pieces) + mask[done:]
 
 
 def check_withheld(old: str, new: str, text: str, path: str) -> None:
