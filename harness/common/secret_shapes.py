@@ -365,8 +365,8 @@ def text_around(match: re.Match, value: str) -> str:
 
 def is_placeholder(value: str, fill: str | None) -> bool:
     """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
-    `****`, `…`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
-    withheld already."""
+    `****`, `…`, `PASSWORD`), is a test's or a document's (`example`, `testpassword`: `is_fixture`), is a marker
+    (`-p[secret withheld: …]`, read again), or (`masked`) holds a value withheld already."""
     return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
             or (fill is not None and fill in value) or is_fixture(value))
