@@ -120,6 +120,20 @@ ORDINARY = [
     "AWS_SECRET_ACCESS_KEY=your-secret-access-key-here-0123456789", "JWT_SECRET=test-jwt-secret-for-ci-only-42",
     "export GITHUB_TOKEN=ghp_0000000000000000000000000000000000000000", "API_TOKEN=dummy-token-value-123456789",
     'headers = {"Authorization": f"Bearer {token}"}',
+    # found by running the net over a Python installation's packages (botocore's and the AWS CLI's examples)
+    '"AWS::IAM::AccessKey": "72c2d9dd90025459",', '"AWS::SecretsManager::Secret": "c85175a4ebcce361",',
+    '"ChangeToken": "abcd12f2-46da-4fdb-b8d5-fbd4c466928f",', '"LockToken":"c8abf33f-b6fc-46ae-846e-42f994d57b29"',
+    '"NextToken": "eyJNYXJrZXIiOiBudWxsLCAiYm90b190cnVuY2F0ZV9hbW91bnQiOiAzfQ=="',
+    '"ARN": "arn:aws:secretsmanager:us-west-2:123456789012:secret:MyTestDatabaseSecret-a1b2c3",',
+    '"Password": "webdavgeneratedpassword1",', '"LocalConsolePassword": "PassWordMustBeAtLeast6Chars."',
+    "DATABASE_URL = 'postgres://user:pass@localhost:5432/foobar'",
+    'cmd_args = ["--username", username, "--password", password]',
+    '"encryptionKey": "arn:aws:kms:us-west-2:123456789012:alias/aws/s3",', '"token": "a1b2c3d4567890ab",',
+    '"ClientToken": "5236cffc-ee13-4a32-bb5b-388d9da09d96"', '"PurchaseToken": "eyJ2IjoiMSIsInMiOjEsImMiOi...",',
+    '"nextForwardToken": "f/31961209122447488583055879464742346735121166569214640130",',
+    '"passphrase": "AB1C2defGHijkLMNo3PqQRstUvwxyzaBCDEfghh4ijklMN5opqrStuVWxyzAbCDEfghIJ"',
+    '"KeyPem": "-----BEGIN RSA PRIVATE KEY-----\\nkey omitted for security reasons\\n-----END RSA PRIVATE KEY-----"',
+    "            auth=s3_disable_express_session_auth,", 'self.update_token = "1a2b3c4d-5e6f-7a8b-9c0d-1e2f3a4b5c6d"',
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 RANDOM_ORDINARY = {  # a family of ordinary values: a new one each draw

@@ -350,7 +350,7 @@ def test_an_edit_that_spells_a_guess_beside_the_file_s_text_says_nothing_of_the_
      "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
     ("postgres://app:s3cr@t-P4ssw0rd-99@db/x", "postgres://app:[secret withheld: password in a URL]@db/x"),
     ("DB_PASS=Tr0ub4dor-and-3-more", "DB_PASS=[secret withheld: a value named as a secret]"),
-    ('db_pass = "abcDEF123ghiJKL456mno789"', 'db_pass = "[secret withheld: a value named as a secret]"'),
+    ('db_pass = "q8Zr3KmW7xT2bN5vL9pY"', 'db_pass = "[secret withheld: a value named as a secret]"'),
     ("MYSQL_ROOT_PASS: q7w3e9r1t5y2u8i4", "MYSQL_ROOT_PASS: [secret withheld: a value named as a secret]"),
 ])
 def test_credentials_are_withheld_after_escapes_and_separators(text, shown):

@@ -26,20 +26,36 @@ DOCUMENTED = {
 # or more, so a random token of 40 characters holds one by chance about once in 20 million.
 # Searched in the lowered value: a case-insensitive regex took 3.5 µs a value, 7 times as long, and the net asks
 # it of every value it finds.
-EXAMPLE_WORDS = re.compile(r"example|sample|dummy|placeholder|change[_-]?me|redacted|insecure")
+# A value that spells "password" is a person's, for people to read (`webdavgeneratedpassword1`).
+EXAMPLE_WORDS = re.compile(r"example|sample|dummy|placeholder|change[_-]?me|redacted|insecure|passw(?:or)?d")
 # Words a person writes in a fixture's value (`test-token-…`, `fake-api-key-…`, `your-client-secret`): where a
 # word starts, after a character that is no letter, or at the value's start; the words a name says ("secret",
 # "password", "token") only there (Braintree's `access_token$production$…` is a live one). Only for values with
 # no fixed prefix (`sk_test_` is a live Stripe key's shape: a prefix's words say nothing); a random value of 20
 # letters and digits starts one of these about once in 20,000 (its words start after each digit).
-FIXTURE_WORDS = re.compile(r"^(?:secret|passw(?:or)?d|token)|(?<![a-z])(?:test|fake|mock|demo|your|replace)")
+FIXTURE_WORDS = re.compile(r"^(?:secret|pass|token)|(?<![a-z])(?:test|fake|mock|demo|your|replace)")
+# The alphabet as people type it (`AB1C2defGHijkLMNo3PqQRstUvwxyz…`, AWS's examples), which no generator makes:
+# five letters in a row, which random letters and digits in both cases hold about once in a million characters (a
+# value of 30, once in 30,000), or six digits, once in 3 million of hex. For values known by their name only.
+TYPED_RUN = re.compile("|".join(run[at:at + n] for run, n in (("abcdefghijklmnopqrstuvwxyz", 5), ("0123456789", 6))
+                                for at in range(len(run) - n + 1)))
 # What a generator made, which no fixture's word excuses: a run of 12 letters and digits or more, in both cases
 # (Mollie's test key `test_dHar4XY7LxsDOtmn…` is a live one); a person's fixture is words and plain digits or hex.
 RUN = re.compile(r"[A-Za-z0-9]{12,}")
+# Names that end as a secret's and name none: a token that pages, locks or makes a request once (AWS's
+# `NextToken`, `ChangeToken`, `LockToken`), whose values are UUIDs and base64 JSON.
+NO_CREDENTIAL_NAME = re.compile(r"(?:next\w*|page|continuation|pagination|change|lock|request|idempotency|sync|resume"
+                                r"|client|purchase|update)[_-]?token$")
+# A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
+# `django.contrib.auth.backends.ModelBackend2`), its first part lowercase letters, as a password's rarely is; a
+# snake_case name (`auth=s3_disable_express_session_auth,` on its own line); or an AWS resource's name (`arn:…`).
+CODE_NAME = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+|[a-z]+\d*(?:_[a-z]+\d*)+,?|arn:[\w-]+:.*")
 # A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
 # `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
 PORT_AND_PATH = re.compile(r"\d{1,5}/")
 WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
+PROSE = re.compile(r"[a-z]{3,} [a-z]{3,} [a-z]{3,}")  # three words: no key's body, which has no spaces in it
+ARMOUR = re.compile(r"-----[^\n]{0,80}?-----")  # a PEM block's BEGIN and END lines
 # A password hash is no password (Django's, Werkzeug's, LDAP's and Spring's forms; crypt's `$2b$…`, `$argon2…`,
 # `$6$…` start with a `$`, which a value named as a secret never does: secret_shapes.looks_random).
 PASSWORD_HASH = re.compile(r"(?:pbkdf2_sha\d+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$|(?:pbkdf2|scrypt):[\w:]*\$"
@@ -63,11 +79,12 @@ def mostly_one_character(value: str) -> bool:
 
 def is_fixture(value: str) -> bool:
     """Whether a value a name says is secret, or a password in a URL or on a command line, is a test's or a
-    document's: an example (`is_example`), a fixture's word (`testpassword123456`, `your-token`) in a value no
-    generator made, or a password hash (`pbkdf2_sha256$…`)."""
-    if is_example(value) or PASSWORD_HASH.match(value):
+    document's: an example (`is_example`), the alphabet typed (`abcde`, `123456`), a fixture's word
+    (`testpassword123456`, `your-token`) in a value no generator made, or a password hash (`pbkdf2_sha256$…`)."""
+    lowered = value.lower()
+    if is_example(value) or PASSWORD_HASH.match(value) or TYPED_RUN.search(lowered):
         return True
-    return FIXTURE_WORDS.search(value.lower()) is not None and not any(
+    return FIXTURE_WORDS.search(lowered) is not None and not any(
         run.lower() != run and run.upper() != run for run in RUN.findall(value))  # both cases: generated
 
 
@@ -81,8 +98,11 @@ def is_no_url_password(match: re.Match) -> bool:
 
 
 def is_no_key(value: str) -> bool:
-    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
-    kubeconfig's client-certificate-data)."""
+    """Whether a private key's shape holds none: a block whose body is prose (the AWS CLI's examples: `-----BEGIN
+    RSA PRIVATE KEY-----\\nkey omitted for security reasons\\n-----END…`), or a base64 text that starts as a PEM
+    block's would and holds a certificate (kubeconfig's client-certificate-data)."""
+    if value.startswith("-----"):  # its BEGIN and END lines say "begin private key" themselves
+        return PROSE.search(ARMOUR.sub("", value)) is not None
     if not value.startswith("LS0tLS1CRUdJTi"):
         return False
     import base64
@@ -91,3 +111,17 @@ def is_no_key(value: str) -> bool:
         return b"PRIVATE KEY" not in base64.b64decode(value[:80])
     except (binascii.Error, ValueError):
         return True
+
+
+def is_no_secret_name(text: str, start: int, name: str) -> bool:
+    """Whether a name at text[start:] that ends as a secret's names none: a token that pages or locks
+    (`NO_CREDENTIAL_NAME`), a type's last part (`"AWS::IAM::AccessKey": "72c2d9dd…"`, CloudFormation's), or a
+    part of a path of colons (an ARN's `:secret:MyTestSecret-a1b2c3`)."""
+    end = start + len(name)
+    return (NO_CREDENTIAL_NAME.search(name.lower()) is not None or text[max(0, start - 2):start] == "::"
+            or text[start - 1:start] == ":" and text[end:end + 1] == ":")
+
+
+def is_code(value: str) -> bool:
+    """Whether a value named as a secret is a name in code or a resource's name (`CODE_NAME`), not a secret."""
+    return CODE_NAME.fullmatch(value) is not None

@@ -34,7 +34,14 @@ from __future__ import annotations
 
 import re
 
-from harness.common.secret_lookalikes import is_example, is_fixture, is_no_key, is_no_url_password
+from harness.common.secret_lookalikes import (
+    is_code,
+    is_example,
+    is_fixture,
+    is_no_key,
+    is_no_secret_name,
+    is_no_url_password,
+)
 
 MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind says what it looked like
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
@@ -183,9 +190,10 @@ FLAGGED = [
 ]
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
 # A key's body with no BEGIN line, as it starts (the shape's first characters), is cut short to the end too.
-CUT_SHORT_END = re.compile(r"(?:(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)|(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]"
-                           r"{2}[AQgw]IBA|b3BlbnNzaC1rZXktdjE))[\s\S]*|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ|EAAA)|gh[pousr]_"
-                           r"|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-|sq0atp-|sq0csp-)[\w.-]{0,2000}+)\Z")
+CUT_SHORT_END = re.compile(r"(?:(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)"
+                           r"|(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{2}[AQgw]IBA|b3BlbnNzaC1rZXktdjE))[\s\S]*"
+                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ|EAAA)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza"
+                           r"|glpat-|sq0atp-|sq0csp-)[\w.-]{0,2000}+)\Z")
 # A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
@@ -199,20 +207,17 @@ CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w
 # a token's last characters, however long (a JWT carrying roles runs to thousands).
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
-# A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
-# `django.contrib.auth.backends.ModelBackend2`); its first part is lowercase letters, as a password's rarely is.
-DOTTED_NAME = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`), a URL or a dotted name (`settings.SECRET_KEY_2024`); not one letter
+    (`SECRET_FILE=/run/secrets/db`), a URL or a name in code (`settings.SECRET_KEY_2024`: `is_code`); not one letter
     repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already; and if it holds
     spaces, random in each of its words ("Enter the password for user 2" is a sentence)."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
-            and not DOTTED_NAME.fullmatch(value)
+            and not is_code(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
             and not is_fixture(value)
@@ -394,7 +399,10 @@ def owns_line(text: str, start: int) -> bool:
 
 
 def is_secret_name(text: str, start: int, name: str) -> bool:
-    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`)."""
+    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`); what
+    only ends as such a name does not (`NextToken`, `AWS::IAM::AccessKey`: `is_no_secret_name`)."""
+    if is_no_secret_name(text, start, name):
+        return False
     name = name.lower()
     return bool(SECRET_NAME.search(name)) or (name == "key" and start > 0 and text[start - 1] in "?&")
 
