@@ -118,8 +118,8 @@ def is_no_secret_name(text: str, start: int, name: str) -> bool:
     (`NO_CREDENTIAL_NAME`), a type's last part (`"AWS::IAM::AccessKey": "72c2d9dd…"`, CloudFormation's), or a
     part of a path of colons (an ARN's `:secret:MyTestSecret-a1b2c3`)."""
     end = start + len(name)
-    return (NO_CREDENTIAL_NAME.search(name.lower()) is not None or text[max(0, start - 2):start] == "::"
-            or text[start - 1:start] == ":" and text[end:end + 1] == ":")
+    return (text[max(0, start - 2):start] == "::" or text[start - 1:start] == ":" and text[end:end + 1] == ":"
+            or name[-5:].lower() == "token" and NO_CREDENTIAL_NAME.search(name.lower()) is not None)
 
 
 def is_code(value: str) -> bool:

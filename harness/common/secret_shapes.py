@@ -220,8 +220,8 @@ def looks_random(value: str, fill: str | None = None) -> bool:
             and not is_code(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
-            and not is_fixture(value)
-            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split())))
+            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split()))
+            and not is_fixture(value))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
