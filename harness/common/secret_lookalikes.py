@@ -35,9 +35,10 @@ EXAMPLE_WORDS = re.compile(r"example|sample|dummy|placeholder|change[_-]?me|reda
 # letters and digits starts one of these about once in 20,000 (its words start after each digit).
 FIXTURE_WORDS = re.compile(r"^(?:secret|pass|token)|(?<![a-z])(?:test|fake|mock|demo|your|replace)")
 # The alphabet as people type it (`AB1C2defGHijkLMNo3PqQRstUvwxyz…`, AWS's examples), which no generator makes:
-# five letters in a row, which random letters and digits in both cases hold about once in a million characters (a
-# value of 30, once in 30,000), or six digits, once in 3 million of hex. For values known by their name only.
-TYPED_RUN = re.compile("|".join(run[at:at + n] for run, n in (("abcdefghijklmnopqrstuvwxyz", 5), ("0123456789", 6))
+# six letters in a row or six digits, which random letters and digits in both cases hold about once in 30 million
+# characters, and hex once in 3 million (five letters in a row: hex's `abcde` once in 200,000). For values known
+# by their name only.
+TYPED_RUN = re.compile("|".join(run[at:at + n] for run, n in (("abcdefghijklmnopqrstuvwxyz", 6), ("0123456789", 6))
                                 for at in range(len(run) - n + 1)))
 # What a generator made, which no fixture's word excuses: a run of 12 letters and digits or more, in both cases
 # (Mollie's test key `test_dHar4XY7LxsDOtmn…` is a live one); a person's fixture is words and plain digits or hex.
@@ -79,7 +80,7 @@ def mostly_one_character(value: str) -> bool:
 
 def is_fixture(value: str) -> bool:
     """Whether a value a name says is secret, or a password in a URL or on a command line, is a test's or a
-    document's: an example (`is_example`), the alphabet typed (`abcde`, `123456`), a fixture's word
+    document's: an example (`is_example`), the alphabet typed (`abcdef`, `123456`), a fixture's word
     (`testpassword123456`, `your-token`) in a value no generator made, or a password hash (`pbkdf2_sha256$…`)."""
     lowered = value.lower()
     if is_example(value) or PASSWORD_HASH.match(value) or TYPED_RUN.search(lowered):
