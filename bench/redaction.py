@@ -8,6 +8,7 @@ Run from anywhere: `python bench/redaction.py [--runs 21]`. Prints the median CP
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import time
@@ -20,6 +21,7 @@ from harness.common.redaction import Secret  # noqa: E402
 from harness.files.workspace import Workspace  # noqa: E402
 
 SIZE = 1_000_000
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 KEY = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0" * 4
 
 
@@ -27,8 +29,10 @@ def texts() -> dict[str, str]:
     code = "".join(path.read_text() for path in sorted(ROOT.glob("**/*.py")) if ".venv" not in path.parts)
     log = "".join(f"2026-12-01 12:00:{n % 60:02} INFO worker {n} started queue=default elapsed=0.0{n % 97}s\n"
                   for n in range(20_000))
-    tokens = "".join(f"export GITHUB_TOKEN=ghp_{n:036d}\nAuthorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx"
-                     f"{n}In0.dozjgNryP4J3jVmNHl0w5N\npassword = 'Tr0ub4dor-{n:08d}'\n" for n in range(10_000))
+    draw = random.Random(33).choices  # tokens as random as real ones: `ghp_000…1` is a placeholder (issue 33)
+    tokens = "".join(f"export GITHUB_TOKEN=ghp_{''.join(draw(ALNUM, k=36))}\nAuthorization: Bearer "
+                     f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIx{n}In0.dozjgNryP4J3jVmNHl0w5N\npassword = 'Tr0ub4dor-{n:08d}'\n"
+                     for n in range(10_000))
     return {name: (text * (SIZE // len(text) + 1))[:SIZE] for name, text in
             {"python source": code, "a log": log, "dense with tokens": tokens}.items()}
 

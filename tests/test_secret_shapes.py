@@ -221,13 +221,21 @@ def settings(tmp_path):
     return Workspace(tmp_path)
 
 
-def test_an_edit_from_a_line_shown_withheld_fails_and_says_why(settings):
+def test_an_edit_from_a_line_shown_withheld_keeps_the_value(settings):
+    """Issue 33: the model copies the lines as read_file showed them, marker and all; the marker stands for the
+    value at its place, and the value stays byte for byte (this was refused before)."""
     shown = run(settings, "read_file", path="settings.json").output
     assert '"token": "[secret withheld: Slack token]"' in shown
     result = run(settings, "edit_file", path="settings.json", old_str='  "editor.tabSize": 4,\n  "token": '
                  '"[secret withheld: Slack token]"', new_str='  "editor.tabSize": 2,\n  "token": "[secret withheld: '
                  'Slack token]"')
-    assert not result.ok
+    assert result.ok and result.output == "Edited settings.json at lines 2-3."
+    assert (settings.root / "settings.json").read_text() == SETTINGS.replace("4,", "2,")
+
+
+def test_an_old_str_with_a_marker_the_file_does_not_show_there_fails_and_says_why(settings):
+    result = run(settings, "edit_file", path="settings.json", old_str='"editor.tabSize": "[secret withheld: Slack '
+                 'token]"', new_str='"editor.tabSize": 2')
     assert result.output == ("old_str holds [secret withheld: Slack token], which stands for a value plainagent "
                              "withheld from you (it looks like a credential); settings.json holds the value itself, "
                              "so old_str is not in it. Make the edit around that line, with the value left out, or "
@@ -342,7 +350,7 @@ def test_an_edit_that_spells_a_guess_beside_the_file_s_text_says_nothing_of_the_
      "DATABASE_URL=postgres://app:[secret withheld: password in a URL]@db:5432/app"),
     ("postgres://app:s3cr@t-P4ssw0rd-99@db/x", "postgres://app:[secret withheld: password in a URL]@db/x"),
     ("DB_PASS=Tr0ub4dor-and-3-more", "DB_PASS=[secret withheld: a value named as a secret]"),
-    ('db_pass = "abcDEF123ghiJKL456mno789"', 'db_pass = "[secret withheld: a value named as a secret]"'),
+    ('db_pass = "q8Zr3KmW7xT2bN5vL9pY"', 'db_pass = "[secret withheld: a value named as a secret]"'),
     ("MYSQL_ROOT_PASS: q7w3e9r1t5y2u8i4", "MYSQL_ROOT_PASS: [secret withheld: a value named as a secret]"),
 ])
 def test_credentials_are_withheld_after_escapes_and_separators(text, shown):
@@ -488,7 +496,8 @@ def test_a_command_output_cut_through_a_long_token_shows_none_of_its_rest():
 
 def test_a_command_output_cut_through_a_one_line_private_key_shows_none_of_its_rest():
     """A service account's JSON: the key on one line, its line breaks `\\n`; the tail starts in its body."""
-    body = "\\n".join("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7" for _ in range(20))
+    body = "\\n".join(["MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7"]  # only a key's first line starts so
+                      + ["AoIBAQC7q3xw0BAQEFAASCBKcwggSjAgEAxFZ8m2Lk4Vq9sTnR5pW7yB3dK6hJ0"] * 19)
     line = json.dumps({"private_key": "-----BEGIN PRIVATE KEY-----\n" + body.replace("\\n", "\n")
                        + "\n-----END PRIVATE KEY-----\n", "client_email": "a@b.iam"})
     tail = cut("x" * 5000 + "\n" + line + "\n", 1000).split("...]\n")[1]

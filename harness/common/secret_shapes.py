@@ -8,26 +8,40 @@ what was there, never what it was ("[secret withheld: GitHub token]"); `Workspac
 result, after the API key, and before anything is cut or searched, so a search cannot find a token a character
 at a time and a cut cannot leave half of one.
 
-The shapes are those gitleaks and detect-secrets match with few false alarms: fixed prefixes with a length
-(`SHAPES`), and values given to a name that says "secret" (`password = …`, `"client_secret": "…"`,
-`npmAuthToken: …`), taken only when they look random (16 characters or more, letters and digits), so that
-`password = os.environ["DB_PASSWORD"]` or `token = get_token()` stays code the model can read and change.
+Precision first: a line withheld that holds no credential is in the way of the work and teaches people to turn
+the net off. The shapes are those gitleaks and detect-secrets match with few false alarms: fixed prefixes with a
+length (`SHAPES`), an AWS secret key beside its id, and values given to a name that says "secret" (`password =
+…`, `"client_secret": "…"`, `npmAuthToken: …`), taken only when they look random (16 characters or more,
+letters and digits), so that `password = os.environ["DB_PASSWORD"]` or `token = get_token()` stays code the
+model can read and change. What has a shape and is none (a documented example, a placeholder, a fixture's
+`test-token-…`, a password hash, `postgres://app:example@db`) is secret_lookalikes.py's to tell.
 
 The marker can never match the file's own text unknowingly: `marker_in` finds it in an edit's old or new text,
-and files.py refuses such an edit with the reason, unless the file really holds those words. An edit's old_str
-is matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece
-at a time; and `withheld_values` before and after an edit tell files.py whether it would show one (text joined
+and read_and_edit.py takes it for the value at its place, where old_str is at one place of the file as it was
+shown, or refuses the edit with the reason, unless the file really holds those words. An edit's old_str is
+matched in the file with each value `masked`, never inside one, so no run of tries can find a value a piece at a
+time; and `withheld_values` before and after an edit tell read_and_edit.py whether it would show one (text joined
 to it takes its shape away: `echo xsk-…`).
 
-What a shape cannot do: know a value no shape describes (`password = hunter2`, short and plain), or stop a command
-that prints a value in another form (`base64 settings.json`): the net keeps credentials out of what the tools
-show, not out of reach of a command the user let run. The name table, the kernel boundary (landlock.py) and the
-question before each command do that.
+What a shape cannot do: know a value no shape describes (`DB_PASSWORD=Winter2024!`, `password = hunter2`: a
+person's password looks like words, and taking every such line would withhold half of all config files), or stop
+a command that prints a value in another form (`base64 settings.json`): the net keeps credentials out of what the
+tools show, not out of reach of a command the user let run. The name table (secret_files.py: `.env` and the
+rest), the kernel boundary (landlock.py) and the question before each command are what keep those.
 """
 
 from __future__ import annotations
 
 import re
+
+from harness.common.secret_lookalikes import (
+    is_code,
+    is_example,
+    is_fixture,
+    is_no_key,
+    is_no_secret_name,
+    is_no_url_password,
+)
 
 MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind says what it looked like
 MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
@@ -45,6 +59,11 @@ KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*[+,]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?
 # A line of its body: all base64, blank, or a header (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,…`, PGP's).
 KEY_LINE = (r"""(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n"'\\]{0,200}+"""
             r"""|[A-Za-z0-9+/=]++(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))|(?=\r?\n))""")
+# A line of a body with no BEGIN line before it: base64 of 16 characters or more, or a last one with its "=".
+BODY_LINE = (r"""(?:[A-Za-z0-9+/]{16,}+={0,2}|[A-Za-z0-9+/]{1,15}+={1,2})"""
+             r"""(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))""")
+DISCORD_ID = "(?:[MNO][DTjz][AEIMQUYcgk][w-z0-5])"  # three ASCII digits in base64
+DISCORD_END = "[MNO][DTjz][AEIMQUYcgk]"  # two more
 KEY_END = r"-----(?i:END)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE KEY(?: BLOCK)?)-----"
 SHAPES = [
     # To its END line (base64, and the headers of an encrypted one between), or line by line as long as lines are
@@ -76,7 +95,7 @@ SHAPES = [
     ("Hugging Face token", r"api_org_[A-Za-z0-9]{30,}"),
     ("npm token", r"npm_[A-Za-z0-9]{36,}"),
     ("PyPI token", r"pypi-AgE[\w-]{50,}"),
-    ("Google API key", r"AIza[\w-]{35}"),
+    ("Google API key", r"AIza[\w-]{35}(?![\w+/=-])"),  # 39 characters, no more: base64 holds `AIza` once in 16 M
     ("Google OAuth secret", r"GOCSPX-[\w-]{28}"),
     ("Google OAuth token", r"ya29\.[\w-]{20,}"),
     ("JSON web token", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
@@ -95,9 +114,38 @@ SHAPES = [
     ("Telegram bot token", r":AA(?<=\d:AA)[\w-]{33,}"),  # after the bot's number, which stays
     ("Azure client secret", r"Q~(?<=[\w~.]{3}\dQ~)[\w~.-]{31,34}"),  # its first four characters stay
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    # Shapes with a group "value" withhold only it. An Azure SAS's signature: an HMAC-SHA256, 43 characters of
+    # base64 and its "=", URL-encoded or not, after `?sig=` or `&sig=`; the rest of the URL says what it grants.
+    ("Azure SAS signature", r"sig=(?<=[?&;]sig=)(?P<value>(?:[A-Za-z0-9+/]|%2[BFbf]){43}(?:=|%3[Dd])?)"
+                            r"(?![A-Za-z0-9+/%=])"),
+    # A private key's body without its BEGIN line (pasted from the middle, a key in a variable, `base64 -w0`): it
+    # starts as a key's DER does, before any random byte: a SEQUENCE, then version 0 (PKCS#8, RSA's PKCS#1) or
+    # EC's and Ed25519's first bytes; or as OpenSSH's, "openssh-key-v1". A certificate's (`MIIDdzCCA…`) or public
+    # key's (`MIIBIjANBg…`) goes on differently. Its lines are taken while they are base64, and its END line.
+    ("private key", r"M(?:II[A-Za-z0-9+/]{2}[AQgw]IBA[AD]|I[GH][A-Za-z0-9+/]AgEA|HcCAQEE|IGkAgEB|C4CAQAwBQYDK2Vw)"
+                    rf"[A-Za-z0-9+/]{{40,}}+={{0,2}}(?:{KEY_BREAK}{BODY_LINE})*+(?:{KEY_BREAK}{KEY_END})?"),
+    ("private key", rf"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/]{{40,}}+={{0,2}}(?:{KEY_BREAK}{BODY_LINE})*+"
+                    rf"(?:{KEY_BREAK}{KEY_END})?"),
+    # A Discord bot token after its first part, the bot's id (17 to 20 digits) in base64, which stays: it is
+    # public, as a Telegram bot's number is. Found from its first dot (a literal, fast; starting from the id's
+    # `[MNO]` took 27 ms a MB), the id checked behind it: every 4 of its characters have the forms of DISCORD_ID.
+    ("Discord bot token", r"\.[\w-]{6}\.(?:" + "|".join(rf"(?<=(?<![\w-]){DISCORD_ID}{{{n}}}{end}\.[\w-]{{6}}\.)"
+                                                      for n, end in [(6, ""), (6, "[MNO][AQgw]"), (5, DISCORD_END),
+                                                                     (6, DISCORD_END)])
+                          + r")[\w-]{27,38}(?![\w-])"),
+    ("Mailgun key", r"key-[0-9a-f]{32}(?![0-9A-Za-z])"),
+    # Square's: EAAA and 60 characters, no more (a run of zero bytes in base64 is `AAAA`, `EAAA` after a 0x10,
+    # and a blob never ends just there).
+    ("Square token", r"EAAA(?<![+/]EAAA)[\w-]{60}(?![\w+/=-])"),
+    ("Square token", r"sq0(?:atp-[\w-]{22}|csp-[\w-]{43})(?![\w-])"),
 ]
 COMPILED = [(kind, re.compile(shape)) for kind, shape in SHAPES]
-WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token"}
+AWS_ACCESS_KEY = re.compile(dict(SHAPES)["AWS access key"])
+# An AWS secret key: 30 random bytes in base64, so 40 characters and both cases (a hash's hex has one).
+AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])(?=[A-Za-z0-9+/]{0,39}[A-Z])(?=[A-Za-z0-9+/]{0,39}[a-z])"
+                        r"[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
+WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token", "Mailgun key",
+                "Square token"}
 ESCAPE_BEFORE = re.compile(r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})\Z")
 ALPHANUMERIC = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
@@ -130,10 +178,6 @@ CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a valu
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
 URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{0,100})):"
                           r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
-# A port and a path, not a password (`https://host:8080/path@x`): digits and a "/" after a host (a dot in it,
-# `localhost`) or in a web address; a database's (`postgres://app:2024/abc@db`) is a password.
-PORT_AND_PATH = re.compile(r"\d{1,5}/")
-WEB_SCHEME = re.compile(r"(?i:https?|wss?|ftp)\Z")
 # A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; and in an
 # XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
 FLAGGED = [
@@ -145,8 +189,11 @@ FLAGGED = [
                                              r"(?P<value>[^<>\s]{8,2000}+)</(?P=name)>"), "</"),
 ]
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
-CUT_SHORT_END = re.compile(r"(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)[\s\S]*"
-                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza|glpat-)[\w.-]{0,2000}+)\Z")
+# A key's body with no BEGIN line, as it starts (the shape's first characters), is cut short to the end too.
+CUT_SHORT_END = re.compile(r"(?:(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)"
+                           r"|(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{2}[AQgw]IBA|b3BlbnNzaC1rZXktdjE))[\s\S]*"
+                           r"|(?:(?<![A-Za-z0-9])(?:sk-|hf_|eyJ|EAAA)|gh[pousr]_|github_pat_|AKIA|ASIA|xox|npm_|pypi-|AIza"
+                           r"|glpat-|sq0atp-|sq0csp-)[\w.-]{0,2000}+)\Z")
 # A value named as a secret, or in a URL, cut short there (`password = "Xy7Q`, `postgres://app:Xy7Q`).
 CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                            r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["']?(?:(?:bearer|basic|token|bot)[ \t]+)?"""
@@ -160,23 +207,21 @@ CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w
 # a token's last characters, however long (a JWT carrying roles runs to thousands).
 CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
-# A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
-# `django.contrib.auth.backends.ModelBackend2`); its first part is lowercase letters, as a password's rarely is.
-DOTTED_NAME = re.compile(r"[a-z_]+(?:\.[A-Za-z_]\w*)+")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
-    (`SECRET_FILE=/run/secrets/db`), a URL or a dotted name (`settings.SECRET_KEY_2024`); not one letter
+    (`SECRET_FILE=/run/secrets/db`), a URL or a name in code (`settings.SECRET_KEY_2024`: `is_code`); not one letter
     repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already; and if it holds
     spaces, random in each of its words ("Enter the password for user 2" is a sentence)."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
-            and not DOTTED_NAME.fullmatch(value)
+            and not is_code(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
-            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split())))
+            and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split()))
+            and not is_fixture(value))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
@@ -190,16 +235,18 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     'token = "[secret withheld: GitHub token]"'
     """
     found = [] if found is None else found
+    text = withhold_aws_secrets(text, found, fill)  # before its access key id, which says where to look, is withheld
     for kind, shape in COMPILED:
         text = shape.sub(lambda match, kind=kind: match[0] if continues_word(kind, match) or is_no_key(match[0])
-                         else marker(kind, match[0], found, fill), text)
+                         or is_example(match[0]) else shape_withheld(kind, match, found, fill), text)
     text = withhold_named(text, found, fill)
     for kind, flagged, word in FLAGGED:
         if word in text:
             text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
                                text_around(match, marker(kind, match["value"], found, fill)), text)
     if "://" in text or ":\\/\\/" in text:
-        text = URL_PASSWORD.sub(lambda match: match[0] if is_port(match) or is_placeholder(match["value"], fill)
+        text = URL_PASSWORD.sub(lambda match: match[0] if is_no_url_password(match)
+                                or is_placeholder(match["value"], fill)
                                 else f"{match['start']}:{marker('password in a URL', match['value'], found, fill)}",
                                 text)
     if cut_after:  # the head of a cut output ends inside a token: what shows of it is cut short of its shape
@@ -213,6 +260,44 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     if start and (not start["piece"] or mixed(start["piece"])):  # its tail starts inside one: the rest of it
         text = MARKER.format(kind="the end of a token cut short") + text[start.end():]
     return text
+
+
+def shape_withheld(kind: str, match: re.Match, found: list[tuple[str, str]], fill: str | None) -> str:
+    """What a shape's match becomes: its marker, or, for a shape with a group "value", the match with that
+    group's marker in its place (`&sig=[secret withheld: …]`)."""
+    if "value" in match.re.groupindex:
+        return text_around(match, marker(kind, match["value"], found, fill))
+    return marker(kind, match[0], found, fill)
+
+
+def withhold_aws_secrets(text: str, found: list[tuple[str, str]], fill: str | None) -> str:
+    """The text with each AWS secret key near an access key id withheld: 40 characters of base64, in both
+    cases, on the id's line or the line before or after it (a CSV of keys, `boto3.client('s3', 'AKIA…', '…')`).
+    Alone, 40 such characters are a hash, an id or a nonce; beside an id they are its secret."""
+    spans: list[tuple[int, int]] = []
+    for key_id in AWS_ACCESS_KEY.finditer(text):
+        if is_example(key_id[0]):
+            continue
+        start, end = lines_around(text, key_id.start(), key_id.end())
+        for secret in AWS_SECRET.finditer(text, max(start, spans[-1][1] if spans else 0), end):
+            if AWS_SECRET.match(text, secret.start()) and not is_example(secret[0]):  # whole, past `end` too
+                spans.append(secret.span())
+    pieces, done = [], 0
+    for start, end in spans:
+        pieces += [text[done:start], marker("AWS secret key", text[start:end], found, fill)]
+        done = end
+    return "".join(pieces) + text[done:]
+
+
+def lines_around(text: str, start: int, end: int, reach: int = 300) -> tuple[int, int]:
+    """Where the line before the one holding text[start:end] starts, and where the line after it ends, at most
+    `reach` characters away."""
+    low, high = max(0, start - reach), min(len(text), end + reach)
+    before = text.rfind("\n", low, start)
+    before = text.rfind("\n", low, before) if before > low else -1
+    after = text.find("\n", end, high)
+    after = text.find("\n", after + 1, high) if after != -1 else -1
+    return (before + 1 if before != -1 else low), (after if after != -1 else high)
 
 
 def mixed(piece: str) -> bool:
@@ -283,34 +368,13 @@ def text_around(match: re.Match, value: str) -> str:
     return match[0][:match.start("value") - start] + value + match[0][match.end("value") - start:]
 
 
-def is_port(match: re.Match) -> bool:
-    """Whether what URL_PASSWORD found is a host's port and a path (`PORT_AND_PATH`), not a password."""
-    scheme_end = match.start()
-    return bool(PORT_AND_PATH.match(match["value"])) and (
-        "." in match["user"] or match["user"] == "localhost" or WEB_SCHEME.search(match.string, max(0, scheme_end - 5),
-                                                                                  scheme_end) is not None)
-
-
 def is_placeholder(value: str, fill: str | None) -> bool:
     """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
-    `****`, `…`, `PASSWORD`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a value
-    withheld already."""
+    `****`, `…`, `PASSWORD`), is a test's or a document's (`example`, `testpassword`: `is_fixture`), is a marker
+    (`-p[secret withheld: …]`, read again), or (`masked`) holds a value withheld already."""
     return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
             or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
-            or (fill is not None and fill in value))
-
-
-def is_no_key(value: str) -> bool:
-    """Whether a base64 text that starts as a PEM block's would does not hold a private key (a certificate's:
-    kubeconfig's client-certificate-data)."""
-    if not value.startswith("LS0tLS1CRUdJTi"):
-        return False
-    import base64
-    import binascii
-    try:
-        return b"PRIVATE KEY" not in base64.b64decode(value[:80])
-    except (binascii.Error, ValueError):
-        return True
+            or (fill is not None and fill in value) or is_fixture(value))
 
 
 def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
@@ -335,7 +399,10 @@ def owns_line(text: str, start: int) -> bool:
 
 
 def is_secret_name(text: str, start: int, name: str) -> bool:
-    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`)."""
+    """Whether a name says its value is secret; `key` alone does in a URL's query (`?key=…`, `&key=…`); what
+    only ends as such a name does not (`NextToken`, `AWS::IAM::AccessKey`: `is_no_secret_name`)."""
+    if is_no_secret_name(text, start, name):
+        return False
     name = name.lower()
     return bool(SECRET_NAME.search(name)) or (name == "key" and start > 0 and text[start - 1] in "?&")
 

@@ -7,13 +7,18 @@ checked; the text work itself is text_files.py's (decoding, keeping line endings
 old_str); the question before the write and the write with its undo record are the workspace's (`approve`,
 `write`), and an edit that acts later (acts_later.py) is asked in every mode. The write happens only if the file
 still holds what the edit was made from, once the question is answered. A value withheld from the model
-(secret_shapes.py) is neither matched by an edit's old_str nor shown by its result.
+(secret_shapes.py) is never matched a piece at a time by an edit's old_str, nor shown by its result: a line is
+edited as read_file showed it, each marker standing for the value at its place, which stays as it is; and a
+value old_str holds whole (the user told the model) is matched, and may change. The user's question shows the
+real bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import re
 import stat
 from collections import Counter
 from pathlib import Path
@@ -135,33 +140,83 @@ def replace_unseen(ws: Workspace, text: str, old: str, new: str, path: str,
     the places), where the model saw values withheld (secret_shapes.py): old_str is matched in the file as the
     model saw it, never inside such a value (whether it matched there, or matched "2 places", would tell the
     value a piece at a time): each of their characters stands as `fill` meanwhile, and is put back after; and
-    the edit must leave every value as withheld as it was."""
+    the edit must leave every value as withheld as it was. A value old_str holds whole is the model's to know
+    (the user told it, to rotate a token): that one is matched as it is, and may change."""
     from harness.common.secret_shapes import masked, unmasked, withheld_values  # when first used (Workspace.redact)
-    check_withheld(old, new, text, path)
     withheld: list[tuple[str, str]] = []
     fill = unused_character(text + old + new)
     source = masked(text, fill, withheld) if fill else text
     if not fill and withheld_values(text):
         raise ToolError(f"{path} holds NUL and all of Unicode's noncharacters, one of which edit_file needs to "
                         "stand for the values it withholds from you; ask the user to make this edit.")
+    # Whole, never a piece: a guess must be all of a value to match, so no run of tries finds one piece by piece.
+    if told := {value for _, value in withheld if value in old}:
+        source = shown_again(source, text, told, fill)
+        withheld = [(kind, value) for kind, value in withheld if value not in told]
+    matched, replacement = (stood_for(ws, source, text, old, new, fill, path) if withheld and not replace_all
+                            else (old, new))
+    check_withheld(matched, replacement, text, path)
     try:
         if replace_all:
             asked, places = replace_every(source, old, new, path)
             rule, first, last = "exact match", places[0], None
         else:
-            (asked, rule, first, last), places = replace_once(source, old, new, path), []
+            (asked, rule, first, last), places = replace_once(source, matched, replacement, path), []
     except (ToolError, EditRefused):
-        if not withheld:
+        if not (fill and fill in source):  # nothing stood for a value: what the error shows is the model's to see
             raise
         # Said of the file as read_file showed it, with markers, never with the characters that stood for values.
         (replace_every if replace_all else replace_once)(ws.redact(text), old, new, path)
         raise ToolError(f"old_str matches {path} as read_file showed it only through part of a marker of a value "
                         "plainagent withheld from you; the file holds the value, not the marker. Make the edit "
                         "around it, with no part of the marker in old_str, or ask the user to change it.") from None
-    if withheld:
+    if fill and fill in source:
         asked = unmasked(asked, text, source, fill)
         check_revealed(withheld, keep_final_newline(text, asked), path)
     return asked, rule, first, last, places
+
+
+def stood_for(ws: Workspace, source: str, text: str, old: str, new: str, fill: str, path: str) -> tuple[str, str]:
+    """old_str and new_str copied from read_file with values' markers in them, with each marker in place of the
+    characters that stand for its value in `source` (`masked`), when old_str is at one place of the file as
+    read_file shows it, and new_str keeps its markers, in order: a line is edited as it was shown, its value
+    kept as it is. Otherwise as they are, for check_withheld to say why not."""
+    from harness.common.secret_shapes import MARKERS  # when first used (Workspace.redact)
+    markers, pieces = MARKERS.findall(old), MARKERS.split(old)
+    if not markers or any(marker in text for marker in markers) or "" in pieces[1:-1]:  # side by side: which is which
+        return old, new
+    shown = ws.redact(text).count(old)  # the places the model can count itself, never the values' lengths
+    places = list(itertools.islice(re.finditer(f"({re.escape(fill)}+)".join(map(re.escape, pieces)), source), 2))
+    if shown > 1 or len(places) > 1:  # the second: a value of another kind in the same text elsewhere
+        raise ToolError(f"old_str matches more than one place in {path} as read_file shows it; give more of the "
+                        "lines around the change, so it matches one.")
+    if not (shown and places):
+        return old, new
+    if MARKERS.findall(new) != markers:
+        raise ToolError("new_str does not hold the markers old_str holds, in the same order: each marker in old_str "
+                        "stands for the value withheld from you at its place, and new_str keeps it where its marker "
+                        "is. Keep them as they are, or ask the user to change the value.")
+    runs = iter(places[0].groups())
+    return places[0][0], MARKERS.sub(lambda marker: next(runs), new)
+
+
+def shown_again(mask: str, text: str, told: set[str], fill: str) -> str:
+    """`mask` (`text` with its withheld values' characters as `fill`) with each value in `told` as it is, at each
+    place where it is a withheld value whole: not where it is part of a longer one, whose run goes on past it."""
+    spans = []
+    for value in told:
+        filled = "".join("\n" if character == "\n" else fill for character in value)
+        start = text.find(value)
+        while start != -1:
+            end = start + len(value)
+            if mask[start:end] == filled and mask[start - 1:start] != fill and mask[end:end + 1] != fill:
+                spans.append((start, end))
+            start = text.find(value, end)
+    pieces, done = [], 0
+    for start, end in sorted(spans):  # each a run of its own, so none overlaps another
+        pieces += [mask[done:start], text[start:end]]
+        done = end
+    return "".join(pieces) + mask[done:]
 
 
 def check_withheld(old: str, new: str, text: str, path: str) -> None:
