@@ -26,7 +26,8 @@ import urllib3
 from harness.cli import project_env
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.commands.guard import parse_rules
-from harness.commands.landlock import Boundary, hidden_paths, wipe_from_environ_block
+from harness.commands.landlock import Boundary, wipe_from_environ_block
+from harness.commands.secret_search import hidden_paths
 from harness.common.directories import config_dir, state_dir
 from harness.common.hosts import is_local, parse_hosts, shown_url
 from harness.common.own_code import own_code

@@ -73,8 +73,8 @@ TAILS = {n: re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET
          for n in {pattern.count("/") for pattern in SECRET_NAMES if not pattern.endswith("/**")}}
 
 # What each pattern's last name must hold, whatever a copy added around it: ".env*" -> ".env", "id_rsa*" -> "id_rsa".
-FRAGMENTS = re.compile("|".join(sorted({re.escape(max(re.split(r"[*?\[\]]", pattern.removesuffix("/**").rsplit("/", 1)[-1]),
-                                                  key=len)) for pattern in SECRET_NAMES})))
+LAST_NAMES = {pattern.removesuffix("/**").rsplit("/", 1)[-1] for pattern in SECRET_NAMES}
+FRAGMENTS = re.compile("|".join(sorted(re.escape(max(re.split(r"[*?\[\]]", name), key=len)) for name in LAST_NAMES)))
 
 
 def is_secret(path: str) -> bool:
