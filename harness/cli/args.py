@@ -17,6 +17,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "OPENAI_BASE_URL, OPENAI_MODEL, PLAINAGENT_MAX_STEPS, PLAINAGENT_STOP, PLAINAGENT_CONTEXT_TOKENS, "
                "PLAINAGENT_MODE, PLAINAGENT_DENY, PLAINAGENT_STREAM, PLAINAGENT_FETCH, PLAINAGENT_FETCH_ALLOW, "
                "PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK, PLAINAGENT_SANDBOX_WRITE, PLAINAGENT_SANDBOX_ENV, "
+               "PLAINAGENT_SANDBOX_READ, "
                "PLAINAGENT_CONNECT_TIMEOUT, PLAINAGENT_FIRST_BYTE_TIMEOUT, PLAINAGENT_READ_TIMEOUT), "
                "the workspace's .env (a project's: only once you allow it, and only to ask more), .env next to "
                "agent.py. "

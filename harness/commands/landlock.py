@@ -206,7 +206,7 @@ class Boundary:
     def may_write(self, path: Path) -> bool:
         kept = self.read_only() if self.namespaces else []
         return any(path.is_relative_to(folder) for folder in self.writable()) and path.parent not in \
-            self.shut_folders() and not any(path.is_relative_to(kept) for kept in [*self.hidden, *self.bound, *kept])
+            self.shut_folders() and not any(path.is_relative_to(wall) for wall in [*self.hidden, *self.bound, *kept])
 
     def home_inside(self) -> bool:
         """Whether the workspace holds the home folder (-C ~): then its secrets are the user's own, hidden by

@@ -23,13 +23,13 @@ more file to keep true, and one that says where they are.
 
 from __future__ import annotations
 
-import atexit
 import collections
 import glob
 import json
 import os
 import select
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ HOME_MAX_ENTRIES = 50_000  # ... and how many entries it looks at, at most
 SEARCH_MAX_ENTRIES = 2_000_000  # entries the whole walk looks at, at most (about 5 s in the child)
 SEARCH_WAIT = 3.0  # seconds the first command waits for the whole walk, at most: then it goes on with the shallow one
 REFRESH_SECONDS = 0.2  # the look before each command, at most; what it did not reach is looked at the next time
+TOP = Path("/")  # where the other homes, the apps' folders and /etc are looked for (tests give their own)
 APPS = ("srv", "opt", "var/www")  # where deployed apps keep their .env
 SYSTEM = ("etc/shadow", "etc/shadow-", "etc/gshadow", "etc/gshadow-", "etc/ssh/ssh_host_*_key",
           "etc/security/opasswd")  # root's own secrets (a user reads none of them anyway)
@@ -57,10 +58,10 @@ class Places:
     top: Path
 
 
-def places(home: Path, workspace: Path, top: Path = Path("/"), as_root: bool | None = None) -> Places:
+def places(home: Path, workspace: Path, top: Path | None = None, as_root: bool | None = None) -> Places:
     """The places commands could read secrets in: every home (as a user, only what their owners left readable is
     read, and that is what would leak), the apps' folders, and as root the system's own secrets."""
-    as_root = os.getuid() == 0 if as_root is None else as_root
+    as_root, top = os.getuid() == 0 if as_root is None else as_root, TOP if top is None else top
     home, workspace = Path(os.path.realpath(home)), Path(os.path.realpath(workspace))
     try:
         homes = sorted(top / "home" / name for name in os.listdir(top / "home"))
@@ -118,7 +119,7 @@ class SecretSearch:
                 os._exit(code)
         os.close(write)
         self.child = (pid, read)
-        atexit.register(self.end_child)  # a session that runs no command does not leave it behind
+        self.ended = weakref.finalize(self, end_child, pid, read)  # a session that runs no command leaves none behind
 
     def collect(self, wait: float = SEARCH_WAIT) -> bool:
         """Take the child's answer if it comes within `wait` seconds; whether the whole walk is in."""
@@ -142,14 +143,8 @@ class SecretSearch:
 
     def end_child(self) -> None:
         if self.child is not None:
-            pid, read = self.child
             self.child = None
-            os.close(read)
-            try:
-                os.kill(pid, 9)  # done already, or no longer wanted
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+            self.ended()
 
     # --- one folder, and the refresh ---
 
@@ -251,9 +246,19 @@ class SecretSearch:
             f"; not all of {', '.join(map(str, self.stopped))}: the search stopped at {SEARCH_MAX_ENTRIES:,} entries"
             if self.stopped else ", all of them" if self.walked else " so far (the whole walk still runs)")
         return [f"searched for secret files: {', '.join(parts)}: {done}",
-                f"  and again before each command, where a folder changed ({self.last_refresh * 1000:.0f} ms the last "
+                f"and again before each command, where a folder changed ({self.last_refresh * 1000:.0f} ms the last "
                 f"time{'; the rest the next time' if self.behind else ''}); not searched: the rest of the file system "
                 f"(other disks, /mnt, /media), nor folders named {', '.join(sorted(SKIPPED))}"]
+
+
+def end_child(pid: int, read: int) -> None:
+    """The walk's child ended (done already, or no longer wanted) and reaped, its pipe closed."""
+    os.close(read)
+    try:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Path], bool]:
