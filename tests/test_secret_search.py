@@ -170,12 +170,16 @@ def test_the_workspaces_own_secret_files_are_not_read_and_the_note_names_the_set
 
 @with_namespaces
 def test_a_secret_file_made_during_the_session_is_hidden_from_the_next_command(tmp_path):
+    """One a command made, from the next command; one made meanwhile by another program, from the first command
+    after the refresh that follows a command (which runs while the model answers)."""
     boundary, ws, home, workspace = boundary_with_search(tmp_path)
     assert run_shell(ws, "printf 'TOKEN=SECRET-MARKER-5e1d' > .env.production && echo made", 20, boundary) == "made"
+    output = run_shell(ws, "cat .env.production | base64 -w0", 20, boundary)
+    assert not any(marker in output for marker in ENCODED), output
     make(home, ["later/deep/er/still/.netrc"])  # the user, in another terminal, meanwhile
-    for path in (".env.production", "~/later/deep/er/still/.netrc"):
-        output = run_shell(ws, f"cat {path} | base64 -w0", 20, boundary)
-        assert not any(marker in output for marker in ENCODED), (path, output)
+    assert run_shell(ws, "true", 20, boundary) == "(no output)"
+    output = run_shell(ws, "cat ~/later/deep/er/still/.netrc | base64 -w0", 20, boundary)
+    assert not any(marker in output for marker in ENCODED), output
 
 
 @with_namespaces

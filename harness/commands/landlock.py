@@ -50,7 +50,7 @@ from harness.commands.namespaces import (
     unix_sockets,
 )
 from harness.commands.seccomp import seccomp_program
-from harness.commands.secret_search import SEARCH_WAIT, SecretSearch, real_paths
+from harness.commands.secret_search import SecretSearch, real_paths
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
 CREATE_RULESET, ADD_RULE = 444, 445  # and restrict_self, 446, which the tether calls
@@ -215,13 +215,12 @@ class Boundary:
 
     def look_again(self) -> None:
         """Before each command: what the whole search found since the last one (its walk, at the first command;
-        a refresh of the folders that changed). Landlock hides what lies outside the workspace; the namespaces bind
-        over the workspace's own (without them, those stay readable: Landlock alone would forbid every new file
-        beside them), unless the workspace holds the home folder."""
+        the refresh of the folders that changed, which ran when the last command ended). Landlock hides what lies
+        outside the workspace; the namespaces bind over the workspace's own (without them, those stay readable:
+        Landlock alone would forbid every new file beside them), unless the workspace holds the home folder."""
         if self.search is None:
             return
-        self.search.collect(SEARCH_WAIT if self.tmpdir is None else 0)
-        self.search.refresh()
+        self.search.settle()
         inside = self.search.inside()
         hidden = real_paths([*self.shallow, *self.search.outside(), *(inside if self.home_inside() and not
                                                                        self.namespaces else [])])

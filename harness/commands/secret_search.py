@@ -28,6 +28,7 @@ import glob
 import json
 import os
 import select
+import threading
 import time
 import weakref
 from dataclasses import dataclass
@@ -86,6 +87,8 @@ class SecretSearch:
         self.child: tuple[int, int] | None = None  # the walk in a child: (its pid, the read end of its answer)
         self.answer, self.walked = b"", False  # what the child sent so far; whether a whole walk is in
         self.cursor, self.behind, self.last_refresh = 0, False, 0.0  # the refresh: where it goes on, how long it took
+        self.refresher: threading.Thread | None = None  # the refresh running while the model answers
+        self.waited = False  # whether a command waited for the whole walk already (the first one does)
 
     # --- the whole walk: here, or in a child ---
 
@@ -93,9 +96,11 @@ class SecretSearch:
         """The whole walk, in this process: the workspace, then every other root, at any depth, SEARCH_MAX_ENTRIES
         entries at most for each of the two."""
         where, budget = self.places, [SEARCH_MAX_ENTRIES]
-        for root in dict.fromkeys([where.workspace, where.home, *where.others, *where.apps]):
-            if not self.search(collections.deque([root]), [SEARCH_MAX_ENTRIES] if root == where.workspace else budget):
-                self.stopped.append(root)
+        for root in dict.fromkeys(os.path.realpath(root) for root in [where.workspace, where.home, *where.others,
+                                                                        *where.apps]):
+            if not self.search(collections.deque([root]), [SEARCH_MAX_ENTRIES] if root == str(where.workspace) else
+                               budget):
+                self.stopped.append(Path(root))
         self.walked = True
 
     def start(self) -> None:
@@ -149,16 +154,17 @@ class SecretSearch:
     # --- one folder, and the refresh ---
 
     def search(self, queue: collections.deque, budget: list[int], deadline: float | None = None) -> bool:
-        """Search the folders in `queue` and every folder below them; False when the budget of entries or time ran
-        out (folders not reached are kept with the time -1: the next refresh searches them)."""
+        """Search the folders in `queue` (each where it really is) and every folder below them; False when the
+        budget of entries or time ran out (folders not reached are kept with the time -1: the next refresh searches
+        them)."""
         workspace = str(self.places.workspace)
         while queue:
-            folder = os.path.realpath(queue.popleft())
+            folder = queue.popleft()
             if folder in self.folders and self.folders[folder] != -1:  # a link back to a folder already searched
                 continue
             if deadline is not None and time.monotonic() > deadline:  # the rest, the next time
                 for rest in [folder, *queue]:
-                    self.folders.setdefault(os.path.realpath(rest), -1)
+                    self.folders.setdefault(rest, -1)
                 return False
             try:
                 mtime = os.stat(folder).st_mtime_ns
@@ -194,7 +200,23 @@ class SecretSearch:
             return None
         if entry.name in SKIPPED or not entry.is_dir():
             return None
-        return entry.path  # a linked folder is searched where it leads: that is what the kernel judges
+        # A linked folder is searched where it leads: that is what the kernel judges
+        return os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+
+    def refresh_later(self) -> None:
+        """A command ended: the refresh, in a thread, while the model answers; `settle` waits for it."""
+        if self.walked and self.refresher is None:
+            self.refresher = threading.Thread(target=self.refresh, daemon=True)
+            self.refresher.start()
+
+    def settle(self) -> None:
+        """Before a command: the whole walk's answer, at the first (waiting SEARCH_WAIT at most), and the refresh
+        that began when the last command ended, done."""
+        self.collect(0 if self.waited else SEARCH_WAIT)
+        self.waited = True
+        if self.refresher is not None:
+            self.refresher.join()
+            self.refresher = None
 
     def refresh(self, seconds: float = REFRESH_SECONDS) -> None:
         """Search again each folder whose time changed since it was searched (a file made, removed or renamed in
