@@ -6,17 +6,17 @@ The failure it prevents: the search went three folders down the home folder, and
 (issue 33): `~/work/acme/api/.env`, `~/go/src/github.com/acme/svc/.env`, a token in `~/work/acme/api/.git/config`,
 fish's history; as root `/home/alice/.aws/credentials`, `/etc/shadow`, the SSH host keys; `/srv/app/.env`.
 
-What it costs, and why it is done so (bench/secret_search.py; docs/benchmarks.md):
-  - at start, only the shallow search (`hidden_paths`, HOME_DEPTH folders down, the agent's own files): a few
-    milliseconds, so that ~/.ssh and ~/.aws are hidden whatever happens next;
-  - the whole walk runs in a child forked at start (`start`, niced), so it takes nothing from start-up (one
-    Python thread would have held the lock the start-up needs); the first command collects its answer, waiting
-    for it SEARCH_WAIT seconds at most (a home of 200,000 entries takes about half a second; the model's first
-    reply takes longer);
-  - before each command, every folder found is looked at again (`refresh`): a file made, removed or renamed in a
-    folder changes the folder's time, and only such a folder is searched again, so a secret made during the
-    session is hidden from the next command. That is one stat a folder (about 70 ms for 22,000 folders here),
-    bounded by REFRESH_SECONDS: past it, the rest is looked at before the next command.
+What it costs, and why it is done so (bench/secret_search.py, a home of 200,000 entries; docs/benchmarks.md):
+  - at start, only the shallow search (`hidden_paths`, HOME_DEPTH folders down): 37 ms, so that ~/.ssh and
+    ~/.aws are hidden from the first command whatever happens next;
+  - the whole walk runs in a child forked at start (`start`, niced): 0.9 s, none of it on start-up's path (a
+    thread would have held the interpreter's lock that start-up needs). The first command collects its answer
+    (`settle`), waiting SEARCH_WAIT seconds at most; it comes after the model's first reply;
+  - when a command ends, every folder found is looked at again (`refresh_later`), in a thread while the model
+    answers: a file made, removed or renamed in a folder changes the folder's time, and only such a folder is
+    searched again. So a secret a command made is hidden from the next command, one another program made
+    meanwhile from the command after the next look. One stat a folder: 80 ms for 22,000 folders, bounded by
+    REFRESH_SECONDS (the rest the next time); only a command started at once after another waits for it.
 No cache on disk: the walk already runs while the model answers, and a list of where the secrets are would be one
 more file to keep true, and one that says where they are.
 """
@@ -38,9 +38,9 @@ from harness.files.secret_files import is_secret, may_be_secret
 
 HOME_DEPTH = 3  # how deep the shallow search at start looks under the home folder (~/.config/gh/hosts.yml is 3)
 HOME_MAX_ENTRIES = 50_000  # ... and how many entries it looks at, at most
-SEARCH_MAX_ENTRIES = 2_000_000  # entries the whole walk looks at, at most (about 5 s in the child)
+SEARCH_MAX_ENTRIES = 2_000_000  # entries the whole walk looks at, at most (about 9 s in the child)
 SEARCH_WAIT = 3.0  # seconds the first command waits for the whole walk, at most: then it goes on with the shallow one
-REFRESH_SECONDS = 0.2  # the look before each command, at most; what it did not reach is looked at the next time
+REFRESH_SECONDS = 0.2  # the look after each command, at most; what it did not reach is looked at the next time
 TOP = Path("/")  # where the other homes, the apps' folders and /etc are looked for (tests give their own)
 APPS = ("srv", "opt", "var/www")  # where deployed apps keep their .env
 SYSTEM = ("etc/shadow", "etc/shadow-", "etc/gshadow", "etc/gshadow-", "etc/ssh/ssh_host_*_key",
@@ -75,7 +75,7 @@ def places(home: Path, workspace: Path, top: Path | None = None, as_root: bool |
 
 
 class SecretSearch:
-    """The secret files found in `places`, kept true before each command: `outside()` for Landlock to hide,
+    """The secret files found in `places`, kept true between commands: `outside()` for Landlock to hide,
     `inside()` (the workspace's) for the namespaces to bind over. `passed`: paths the user lets commands read
     (PLAINAGENT_SANDBOX_READ), never hidden."""
 
