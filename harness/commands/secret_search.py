@@ -7,11 +7,12 @@ The failure it prevents: the search went three folders down the home folder, and
 fish's history; as root `/home/alice/.aws/credentials`, `/etc/shadow`, the SSH host keys; `/srv/app/.env`.
 
 What it costs, and why it is done so (bench/secret_search.py, a home of 200,000 entries; docs/benchmarks.md):
-  - at start, only the shallow search (`hidden_paths`, HOME_DEPTH folders down): 37 ms, so that ~/.ssh and
+  - at start, only the shallow search (`hidden_paths`, HOME_DEPTH folders down): 34 ms, so that ~/.ssh and
     ~/.aws are hidden from the first command whatever happens next;
-  - the whole walk runs in a child forked at start (`start`, niced): 0.9 s, none of it on start-up's path (a
-    thread would have held the interpreter's lock that start-up needs). The first command collects its answer
-    (`settle`), waiting SEARCH_WAIT seconds at most; it comes after the model's first reply;
+  - the whole walk runs in a process of its own started then (`start`, niced): 0.8 s, none of it on start-up's
+    path (a thread would have held the interpreter's lock that start-up needs; after a fork, every page start-up
+    writes again is copied). The first command collects its answer (`settle`), waiting SEARCH_WAIT seconds at
+    most; it comes after the model's first reply;
   - when a command ends, every folder found is looked at again (`refresh_later`), in a thread while the model
     answers: a file made, removed or renamed in a folder changes the folder's time, and only such a folder is
     searched again. So a secret a command made is hidden from the next command, one another program made
@@ -28,23 +29,29 @@ import glob
 import json
 import os
 import select
+import subprocess
+import sys
 import threading
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.common.programs import tether_python
 from harness.files.secret_files import is_secret, may_be_secret
 
 HOME_DEPTH = 3  # how deep the shallow search at start looks under the home folder (~/.config/gh/hosts.yml is 3)
 HOME_MAX_ENTRIES = 50_000  # ... and how many entries it looks at, at most
-SEARCH_MAX_ENTRIES = 2_000_000  # entries the whole walk looks at, at most (about 9 s in the child)
+SEARCH_MAX_ENTRIES = 2_000_000  # entries the whole walk looks at, at most (about 9 s in its process)
 SEARCH_WAIT = 3.0  # seconds the first command waits for the whole walk, at most: then it goes on with the shallow one
 REFRESH_SECONDS = 0.2  # the look after each command, at most; what it did not reach is looked at the next time
 TOP = Path("/")  # where the other homes, the apps' folders and /etc are looked for (tests give their own)
 APPS = ("srv", "opt", "var/www")  # where deployed apps keep their .env
 SYSTEM = ("etc/shadow", "etc/shadow-", "etc/gshadow", "etc/gshadow-", "etc/ssh/ssh_host_*_key",
           "etc/security/opasswd")  # root's own secrets (a user reads none of them anyway)
+ROOT = str(Path(__file__).resolve().parents[2])  # plainagent's folder, where the walk's process imports this module
+CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from harness.commands import secret_search; "
+         "secret_search.walk_and_answer(sys.argv[2])")
 SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
 
 
@@ -84,7 +91,7 @@ class SecretSearch:
         self.folders: dict[str, int] = {}  # folder -> its time (st_mtime_ns) when searched; -1: not searched yet
         self.found: dict[str, str] = {}  # secret path -> the folder it was found in
         self.stopped: list[Path] = []  # the roots the walk did not finish (SEARCH_MAX_ENTRIES)
-        self.child: tuple[int, int] | None = None  # the walk in a child: (its pid, the read end of its answer)
+        self.child: subprocess.Popen | None = None  # the whole walk's own process, until its answer is in
         self.answer, self.walked = b"", False  # what the child sent so far; whether a whole walk is in
         self.cursor, self.behind, self.last_refresh = 0, False, 0.0  # the refresh: where it goes on, how long it took
         self.refresher: threading.Thread | None = None  # the refresh running while the model answers
@@ -104,33 +111,24 @@ class SecretSearch:
         self.walked = True
 
     def start(self) -> None:
-        """The whole walk in a child forked now, its answer collected by `collect`."""
-        if not hasattr(os, "fork"):
+        """The whole walk in a new process started now (`python -I -S`, this module, at a lower priority), its
+        answer collected by `collect`. Not a fork: after one, every page of this process it writes again is copied
+        (Python writes reference counts everywhere), which cost a one-shot task 25 ms."""
+        python = tether_python()
+        if python is None:  # no interpreter to start: the first command walks, here
             return self.walk()
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: walk, send, end (no atexit, no flush of the parent's buffers)
-            code = 1
-            try:
-                os.close(read)
-                os.nice(10)  # the agent's own work first
-                self.walk()
-                stopped = list(map(str, self.stopped))
-                answer = json.dumps({"folders": self.folders, "found": self.found, "stopped": stopped})
-                with os.fdopen(write, "wb") as pipe:
-                    pipe.write(answer.encode())
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write)
-        self.child = (pid, read)
-        self.ended = weakref.finalize(self, end_child, pid, read)  # a session that runs no command leaves none behind
+        where = json.dumps({name: str(value) if isinstance(value, Path) else list(map(str, value))
+                            for name, value in vars(self.places).items()})
+        child = subprocess.Popen([sys.executable or python, "-I", "-S", "-c", CHILD, ROOT, where], executable=python,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.child = child
+        self.ended = weakref.finalize(self, end_child, child)  # a session that runs no command leaves none behind
 
     def collect(self, wait: float = SEARCH_WAIT) -> bool:
         """Take the child's answer if it comes within `wait` seconds; whether the whole walk is in."""
         if self.child is None:
             return self.walked
-        pid, read = self.child
+        read = self.child.stdout.fileno()
         deadline = time.monotonic() + wait
         while (left := deadline - time.monotonic()) > 0 and select.select([read], [], [], left)[0]:
             if not (chunk := os.read(read, 1 << 20)):
@@ -273,14 +271,22 @@ class SecretSearch:
                 f"(other disks, /mnt, /media), nor folders named {', '.join(sorted(SKIPPED))}"]
 
 
-def end_child(pid: int, read: int) -> None:
-    """The walk's child ended (done already, or no longer wanted) and reaped, its pipe closed."""
-    os.close(read)
-    try:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-    except (ProcessLookupError, ChildProcessError):
-        pass
+def end_child(child: subprocess.Popen) -> None:
+    """The walk's process ended (done already, or no longer wanted) and reaped, its pipe closed."""
+    child.kill()
+    child.wait()
+    child.stdout.close()
+
+
+def walk_and_answer(where: str) -> None:
+    """In the walk's own process (CHILD): the whole walk of the places given as JSON, its answer on stdout."""
+    os.nice(10)  # the agent's own work first
+    given = json.loads(where)
+    search = SecretSearch(Places(**{name: [Path(path) for path in value] if name in ("others", "apps") else value
+                                    if name == "system" else Path(value) for name, value in given.items()}))
+    search.walk()
+    answer = {"folders": search.folders, "found": search.found, "stopped": list(map(str, search.stopped))}
+    sys.stdout.buffer.write(json.dumps(answer).encode())
 
 
 def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Path], bool]:
