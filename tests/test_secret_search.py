@@ -195,3 +195,17 @@ def test_without_namespaces_the_workspaces_own_stay_readable_and_the_start_line_
     assert run_shell(ws, "cat .env", 20, boundary) == SECRET.decode().strip()  # the folder keeps taking new files
     assert "SECRET-MARKER" not in run_shell(ws, "cat ~/work/acme/api/.env", 20, boundary)
     assert "no network, secrets outside the workspace unreadable (Landlock ABI" in boundary.summary()
+
+
+def test_when_the_walk_is_late_the_first_command_searches_the_workspace_itself(tmp_path, monkeypatch):
+    from harness.commands import secret_search
+
+    home, workspace = tmp_path / "home", tmp_path / "project"
+    make(home, DEEP), make(workspace, ["deep/er/.env"])
+    monkeypatch.setattr(secret_search, "SEARCH_WAIT", 0)
+    search = SecretSearch(places(home, workspace, top=tmp_path / "none", as_root=False))
+    search.start()  # its answer is not waited for
+    search.settle()
+    assert search.inside() == [workspace / "deep/er/.env"]
+    search.child.wait()  # done: a later command takes its answer without waiting
+    assert search.collect(wait=0) and sorted(search.outside()) == sorted(home / name for name in DEEP)

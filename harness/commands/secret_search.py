@@ -130,7 +130,7 @@ class SecretSearch:
             return self.walked
         read = self.child.stdout.fileno()
         deadline = time.monotonic() + wait
-        while (left := deadline - time.monotonic()) > 0 and select.select([read], [], [], left)[0]:
+        while select.select([read], [], [], max(0.0, deadline - time.monotonic()))[0]:  # past it: what is there
             if not (chunk := os.read(read, 1 << 20)):
                 self.end_child()
                 try:
@@ -203,18 +203,21 @@ class SecretSearch:
 
     def refresh_later(self) -> None:
         """A command ended: the refresh, in a thread, while the model answers; `settle` waits for it."""
-        if self.walked and self.refresher is None:
+        if self.folders and self.refresher is None:
             self.refresher = threading.Thread(target=self.refresh, daemon=True)
             self.refresher.start()
 
     def settle(self) -> None:
-        """Before a command: the whole walk's answer, at the first (waiting SEARCH_WAIT at most), and the refresh
-        that began when the last command ended, done."""
-        self.collect(0 if self.waited else SEARCH_WAIT)
-        self.waited = True
+        """Before a command: the refresh that began when the last command ended, done; and the whole walk's
+        answer, waited for SEARCH_WAIT seconds at the first command. Without it then, the workspace is searched
+        here (it is where commands read most), REFRESH_SECONDS at most: the rest comes with the walk."""
         if self.refresher is not None:
             self.refresher.join()
             self.refresher = None
+        if not self.collect(0 if self.waited else SEARCH_WAIT) and not self.waited:
+            workspace = str(self.places.workspace)
+            self.search(collections.deque([workspace]), [SEARCH_MAX_ENTRIES], time.monotonic() + REFRESH_SECONDS)
+        self.waited = True
 
     def refresh(self, seconds: float = REFRESH_SECONDS) -> None:
         """Search again each folder whose time changed since it was searched (a file made, removed or renamed in
