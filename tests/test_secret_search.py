@@ -5,6 +5,9 @@ Every root is under tmp_path: the other users' homes and the system's secrets ar
 test gives (tmp_path), never the real /home or /etc; HOME is tmp_path/home (conftest)."""
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -209,3 +212,52 @@ def test_when_the_walk_is_late_the_first_command_searches_the_workspace_itself(t
     assert search.inside() == [workspace / "deep/er/.env"]
     search.child.wait()  # done: a later command takes its answer without waiting
     assert search.collect(wait=0) and sorted(search.outside()) == sorted(home / name for name in DEEP)
+
+
+# As root, on the real paths (/etc/shadow, /home/alice, /srv), in a throwaway mount namespace: a tmpfs over /home,
+# /srv, /opt and /var/www, and a fake file bound over each of /etc's secrets. Nothing real is read (/root, which
+# holds this Python here, is searched as it is: its names only).
+AS_ROOT = r"""
+import os, subprocess, sys
+from pathlib import Path
+tmp = Path(sys.argv[1])
+for top in ("/home", "/srv", "/opt", "/var/www"):
+    if os.path.isdir(top):
+        subprocess.run(["mount", "-t", "tmpfs", "none", top], check=True)
+victims = ["/home/alice/.aws/credentials", "/home/alice/proj/.env", "/srv/app/.env", "/opt/svc/config/.env"]
+for name in victims:
+    os.makedirs(os.path.dirname(name), exist_ok=True)
+    Path(name).write_bytes(b"SECRET-MARKER-5e1d\n")
+fake = tmp / "fake"
+fake.write_bytes(b"SECRET-MARKER-5e1d\n")
+for name in ("/etc/shadow", "/etc/gshadow"):
+    if os.path.exists(name):
+        subprocess.run(["mount", "--bind", str(fake), name], check=True)
+        victims.append(name)
+sys.path.insert(0, sys.argv[2])
+from harness.commands.landlock import Boundary
+from harness.commands.secret_search import SecretSearch, hidden_paths, places
+from harness.commands.shell import run_shell
+from harness.files.workspace import Workspace
+home, workspace = tmp / "home", tmp / "project"
+home.mkdir(), workspace.mkdir()
+search = SecretSearch(places(home, workspace))
+search.start()
+boundary = Boundary(workspace, hidden_paths(home, workspace, [])[0], search=search)
+ws = Workspace(workspace, boundary=boundary)
+for name in victims:
+    output = run_shell(ws, f"cat {name} | base64 -w0; cat {name}", 20, boundary)
+    print(name, "SECRET-MARKER" in output or "U0VDUkVULU1BUktFUi" in output)
+"""
+
+
+@kernel
+@pytest.mark.skipif(os.getuid() != 0 or not shutil.which("unshare"), reason="as root, with unshare(1)")
+def test_as_root_other_homes_apps_and_etcs_secrets_are_hidden_on_their_real_paths(tmp_path):
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, "-c", AS_ROOT, str(tmp_path),
+                           str(Path(__file__).resolve().parent.parent)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(tmp_path / "home")})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:4] == ["/home/alice/.aws/credentials False", "/home/alice/proj/.env False", "/srv/app/.env False",
+                         "/opt/svc/config/.env False"] and all(line.endswith(" False") for line in lines), done.stdout
