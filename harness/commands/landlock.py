@@ -12,10 +12,12 @@ the command and everything it starts are inside, the agent stays outside. Inside
   - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
     private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
     /dev/shm and the few devices a command writes to (/dev/null, /dev/tty, ...);
-  - reads everywhere but: what secret_files.py refuses, found under the home folder (~/.ssh, ~/.aws/credentials,
-    ~/.netrc, ...), the .env beside agent.py, plainagent's own state and settings, and /dev but for those devices
-    (as root, /dev/sda would be every file). Landlock grants and never denies, so "all but X" is granted as X's
-    siblings, down each of X's folders (which keep the right to be listed);
+  - reads everywhere but: what secret_files.py refuses, wherever secret_search.py finds it (every home, /srv, /opt,
+    /var/www, /etc's shadow files and host keys), the .env beside agent.py, plainagent's own state and settings,
+    and /dev but for those devices (as root, /dev/sda would be every file). Landlock grants and never denies, so
+    "all but X" is granted as X's siblings, down each of X's folders (which keep the right to be listed). The
+    workspace's own secret files are the namespaces' to hide (`bound`: lifetime.py binds an unreadable empty file
+    over each), for a Landlock rule that hid one would forbid every new file beside it;
   - no network unless the user turns it on: Landlock refuses every TCP connect and bind (ABI 4 and later), and
     seccomp any socket but a Unix one (UDP, raw) and io_uring, which would go round it;
   - no signal to a process outside, nor a connection to an abstract Unix socket made outside (ABI 6): `pkill
@@ -167,9 +169,9 @@ class Boundary:
         walls = [f"w:{folder}" for folder in self.writable() if folder != Path(SHARED_MEMORY)]
         walls += [f"r:{path}" for path in self.read_only()]
         sockets = [] if self.network else [f"sock:{path}" for path in unix_sockets(self.writable())]
-        blanks = [f"blank:{self.shm.parent / 'blank'}", f"blankdir:{self.shm.parent / 'blank.d'}"] if self.shm else []
-        hidden = [f"hide:{path}" for path in self.bound] if blanks else []
-        return walls + ([f"shm:{self.shm}"] if self.shm else []) + sockets + (blanks + hidden if hidden else [])
+        hidden = [f"hide:{path}" for path in self.bound] if self.shm else []  # the workspace's own secret files
+        blanks = [f"blank:{self.shm.parent / 'blank'}", f"blankdir:{self.shm.parent / 'blank.d'}"] if hidden else []
+        return walls + ([f"shm:{self.shm}"] if self.shm else []) + sockets + blanks + hidden
 
     def read_only(self) -> list[Path]:
         """What stays read-only to commands inside the folders they write in: what acts later outside the walls
@@ -225,7 +227,7 @@ class Boundary:
         hidden = real_paths([*self.shallow, *self.search.outside(), *(inside if self.home_inside() and not
                                                                        self.namespaces else [])])
         self.bound = inside if self.namespaces else []
-        if hidden != self.hidden:
+        if set(hidden) != set(self.hidden):
             self.hidden = hidden
             if self.held.get("fd") is not None:  # built again, below, with what is hidden now
                 os.close(self.held["fd"])

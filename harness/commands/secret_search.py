@@ -50,7 +50,8 @@ APPS = ("srv", "opt", "var/www")  # where deployed apps keep their .env
 SYSTEM = ("etc/shadow", "etc/shadow-", "etc/gshadow", "etc/gshadow-", "etc/ssh/ssh_host_*_key",
           "etc/security/opasswd")  # root's own secrets (a user reads none of them anyway)
 ROOT = str(Path(__file__).resolve().parents[2])  # plainagent's folder, where the walk's process imports this module
-CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); from harness.commands import secret_search; "
+# After the standard library on the path: a json.py a command left beside agent.py is not what it imports.
+CHILD = ("import sys; sys.path.append(sys.argv[1]); from harness.commands import secret_search; "
          "secret_search.walk_and_answer(sys.argv[2])")
 SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
 
