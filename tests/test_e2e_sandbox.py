@@ -101,7 +101,7 @@ def test_sandbox_says_what_commands_can_touch(agent_home, project, tmp_path):
                               f"  may not read: {tmp_path}/state/plainagent, ~/.ssh; "
                               "/dev but its common devices"]
         assert shown[3].startswith(f"  searched for secret files: {tmp_path}/home (as HOME)")
-        assert shown[4].startswith("  and again before each command, where a folder changed (")
+        assert shown[4].startswith("  and again after each command, where a folder changed (")
         assert shown[5] == ("  the workspace's own secret files (none found): " + (
             "unreadable to commands (bound over)" if namespaces_work() else "readable to commands here, the tools "
             "still refuse them (no namespaces: Landlock alone would forbid every new file beside them)") +
@@ -306,7 +306,7 @@ def test_sandbox_says_what_was_searched_for_secret_files_and_what_not(agent_home
     lines = done.stderr.splitlines()
     searched = next(line for line in lines if line.startswith("  searched for secret files: "))
     assert searched.startswith(f"  searched for secret files: {tmp_path}/home (as HOME)") and "all of them" in searched
-    assert any(line.startswith("  and again before each command, where a folder changed (") and
+    assert any(line.startswith("  and again after each command, where a folder changed (") and
                "not searched: the rest of the file system (other disks, /mnt, /media), nor folders named" in line
                for line in lines)
     assert "~/work/acme/api/.env" in next(line for line in lines if line.startswith("  may not read: "))

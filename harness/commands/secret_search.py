@@ -270,7 +270,7 @@ class SecretSearch:
             f"; not all of {', '.join(map(str, self.stopped))}: the search stopped at {SEARCH_MAX_ENTRIES:,} entries"
             if self.stopped else ", all of them" if self.walked else " so far (the whole walk still runs)")
         return [f"searched for secret files: {', '.join(parts)}: {done}",
-                f"and again before each command, where a folder changed ({self.last_refresh * 1000:.0f} ms the last "
+                f"and again after each command, where a folder changed ({self.last_refresh * 1000:.0f} ms the last "
                 f"time{'; the rest the next time' if self.behind else ''}); not searched: the rest of the file system "
                 f"(other disks, /mnt, /media), nor folders named {', '.join(sorted(SKIPPED))}"]
 
