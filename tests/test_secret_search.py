@@ -167,6 +167,10 @@ def test_the_workspaces_own_secret_files_are_not_read_and_the_note_names_the_set
                       f"{workspace}/.env: the workspace's secret files (the names read_file refuses) are unreadable to "
                       "commands. Another shape of the command is refused the same way; only the user can allow it "
                       f"(PLAINAGENT_SANDBOX_READ={workspace}/.env in their settings, then a restart).)")
+    output = run_shell(ws, "rm .env", 20, boundary)
+    assert output.startswith("exit code 1:\nrm: cannot remove '.env': Device or resource busy\n(plainagent: the kernel "
+                             f"sandbox refused changing {workspace}/.env: the workspace's secret files ") and \
+        output.endswith(f"(PLAINAGENT_SANDBOX_READ={workspace}/.env in their settings, then a restart).)")
     # ordinary work beside them goes on: a new file at the root, a test run
     assert run_shell(ws, "echo y > new.txt && cat new.txt && ls -a | grep -c env", 20, boundary) == "y\n1"
 
