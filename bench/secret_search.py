@@ -7,7 +7,8 @@ The home: 20,000 folders five down (~/work0/proj1/src2/mod3/), nine files in eac
   - the whole walk in this process (`SecretSearch.walk`: what the child forked at start does meanwhile);
   - the whole walk in the child, from `start()` to its answer collected (`collect`), as the first command has it;
   - the refresh after each command (in a thread, while the model answers) with nothing changed (one stat a
-    folder), and with one folder changed; and what a command started at once after another waits for it.
+    folder), and with one folder changed; and what a command started at once after another waits for it;
+  - the Landlock ruleset built with what a home of 500 repositories hides (each its .env and .git/config).
 
   python bench/secret_search.py [--runs 5] [--entries 200000]
 """
@@ -15,6 +16,7 @@ The home: 20,000 folders five down (~/work0/proj1/src2/mod3/), nine files in eac
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.commands import secret_search  # noqa: E402
+from harness.commands.landlock import Boundary, abi_version  # noqa: E402
 from harness.commands.secret_search import SecretSearch, hidden_paths, places  # noqa: E402
 
 SECRETS = ["work0/proj1/src2/.env", "work3/proj4/src5/mod6/.git/config", ".local/share/fish/fish_history",
@@ -97,11 +100,23 @@ def main() -> None:
             search.settle()
 
         waited = median_ms(next_command_at_once, args.runs)
+        repositories = Path(temp, "repositories")
+        for index in range(500):
+            repository = repositories / "work" / f"repo{index}"
+            (repository / ".git").mkdir(parents=True)
+            for name in [".git/config", ".env", *(f"f{n}.py" for n in range(20))]:
+                (repository / name).write_text("x\n")
+        many = SecretSearch(places(repositories, workspace))
+        many.walk()
+        boundary = Boundary(workspace, many.outside())
+        ruleset = median_ms(lambda: os.close(boundary.build()), args.runs) if abi_version() else 0.0
         print(f"a home of {n_entries:,} entries ({len(search.folders):,} folders), medians of {args.runs}:")
         print(f"  at start, the shallow search ({secret_search.HOME_DEPTH} down): {shallow:.1f} ms")
         print(f"  the whole walk: {whole:.0f} ms in this process, {child:.0f} ms in the child until collected")
         print(f"  the refresh after each command: {refresh:.1f} ms with nothing changed, {changed:.1f} ms with a "
               f"folder changed; a command right after another waits {waited:.1f} ms for it, one after a reply none")
+        print(f"  the ruleset with {len(many.outside()):,} files hidden in 500 repositories: {ruleset:.0f} ms (at the "
+              "first command, and again when what is hidden changes)")
 
 
 if __name__ == "__main__":
