@@ -383,9 +383,10 @@ def command_boundary(config: Config) -> Boundary | None:
     hidden = real_paths([path for path in own if path]) + [path for path in shallow if not any(
         path.is_relative_to(read) for read in passed)]  # plainagent's own, whatever the setting says
     search = SecretSearch(places(Path.home(), config.workspace), passed)
-    search.start()  # the whole walk, in a child: the first command collects it
     folders = [folder for folder in config.sandbox_write if folder.is_dir()]  # the rest is said above, not listed
     boundary = Boundary(config.workspace, hidden, folders, config.sandbox_network, searched=searched, search=search)
+    if boundary.abi:  # the whole walk, in its own process: the first command collects it
+        search.start()
     boundary.own_code = own_code(boundary.writable())  # plainagent's checkout or Python where commands write: kept
     return boundary
 
