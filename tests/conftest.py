@@ -23,6 +23,7 @@ from fake_endpoint import install_program  # noqa: E402  (found through the path
 
 import agent  # noqa: E402
 from harness.cli import display, escapes  # noqa: E402
+from harness.commands import secret_search  # noqa: E402
 from harness.common import programs  # noqa: E402
 from harness.common.redaction import Secret  # noqa: E402
 
@@ -73,6 +74,8 @@ def isolated(monkeypatch, tmp_path, nothing_of_the_user):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     # The home folder too: the kernel boundary looks there for secrets to hide, and a command may write `~`.
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    # ... and in the other homes, /srv, /opt, /var/www and /etc, where a test gives them (never the real ones)
+    monkeypatch.setattr(secret_search, "TOP", tmp_path / "system")
     real_connect = socket.socket.connect
 
     def local_only(self, address):

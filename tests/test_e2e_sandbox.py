@@ -97,12 +97,18 @@ def test_sandbox_says_what_commands_can_touch(agent_home, project, tmp_path):
     shown = lines[lines.index(lines[1], 2):]
     if abi_version():
         shm = "/dev/shm (the session's own)" if namespaces_work() else "/dev/shm"
-        assert shown[1:4] == [f"  may write in: {project}, TMPDIR (a folder made at the first command), {shm}",
+        assert shown[1:3] == [f"  may write in: {project}, TMPDIR (a folder made at the first command), {shm}",
                               f"  may not read: {tmp_path}/state/plainagent, ~/.ssh; "
-                              "/dev but its common devices",
-                              "  network: none, localhost included"]
-        assert shown[4].startswith("  after a command: nothing it started ")
-    assert shown[5 if abi_version() else 1] == ("  to change: PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or "
+                              "/dev but its common devices"]
+        assert shown[3].startswith(f"  searched for secret files: {tmp_path}/home (as HOME)")
+        assert shown[4].startswith("  and again after each command, where a folder changed (")
+        assert shown[5] == ("  the workspace's own secret files (none found): " + (
+            "unreadable to commands (bound over)" if namespaces_work() else "readable to commands here, the tools "
+            "still refuse them (no namespaces: Landlock alone would forbid every new file beside them)") +
+            "; PLAINAGENT_SANDBOX_READ=PATH lets one be read")
+        assert shown[6] == "  network: none, localhost included"
+        assert shown[7].startswith("  after a command: nothing it started ")
+    assert shown[8 if abi_version() else 1] == ("  to change: PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or "
                          f"PLAINAGENT_SANDBOX=off, in the .env beside agent.py ({agent_home / '.env'}) or the "
                          "environment; plainagent takes them up when it starts again (--resume goes on with this "
                          "session).")
@@ -236,3 +242,74 @@ def test_a_folder_to_write_in_that_does_not_exist_is_said_once_and_not_listed(ag
     assert done.returncode == 0, done.stderr
     assert f"PLAINAGENT_SANDBOX_WRITE names {missing}, which is not a folder" in done.stderr
     assert f"  may write in: {project}, TMPDIR" in done.stderr and str(missing) not in done.stderr.split("may write in")[1]
+
+
+# --- secret files wherever commands could read them, the workspace's own too (issue 33, items 2 and 3) ---
+
+MARKER = "SECRET-MARKER-e2e-33"  # a value no shape tells apart: only the walls keep it
+
+
+def secret_files(project, tmp_path) -> None:
+    (project / ".env").write_text(f"GREETING={MARKER}\n")
+    deep = tmp_path / "home/work/acme/api/.env"
+    deep.parent.mkdir(parents=True)
+    deep.write_text(f"GREETING={MARKER}\n")
+
+
+def never_sent(endpoint) -> bool:
+    sent = "".join(json.dumps(request.body) for request in endpoint.received)
+    encoded = base64.b64encode(f"GREETING={MARKER}\n".encode()).decode()
+    return MARKER not in sent and encoded[:16] not in sent and MARKER[::-1] not in sent
+
+
+@kernel
+def test_in_yes_mode_no_command_prints_the_workspaces_env_or_one_deep_in_home(install, project, tmp_path):
+    secret_files(project, tmp_path)
+    script = [command("cat .env"), command("cat ~/work/acme/api/.env | base64 -w0"), command("rev .env; xxd -p .env"),
+              "Nothing to show."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "show the settings", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert never_sent(endpoint)
+    first = results_sent(endpoint, 1)[0]["output"]
+    if namespaces_work():
+        assert first == ("exit code 1:\ncat: .env: Permission denied\n(plainagent: the kernel sandbox refused reading "
+                         f"{project}/.env: the workspace's secret files (the names read_file refuses) are unreadable to "
+                         "commands. Another shape of the command is refused the same way; only the user can allow it "
+                         f"(PLAINAGENT_SANDBOX_READ={project}/.env in their settings, then a restart).)")
+
+
+@kernel
+def test_the_users_setting_lets_commands_read_one_and_a_projects_env_cannot(install, project, tmp_path):
+    secret_files(project, tmp_path)
+    (project / ".env").write_text(f"GREETING={MARKER}\nPLAINAGENT_SANDBOX_READ={project}/.env\n")  # a project's: never
+    script = [command("grep -c GREETING .env"), "Done."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "count", "--yes")
+    assert done.returncode == 0 and never_sent(endpoint), done.stderr
+    assert results_sent(endpoint, 1)[0]["output"].startswith("exit code 2:\ngrep: .env: Permission denied") or \
+        not namespaces_work()
+    (project / ".env").write_text(f"GREETING={MARKER}\n")
+    with FakeEndpoint(script) as endpoint:
+        extra = own_settings(install, endpoint, f"PLAINAGENT_SANDBOX_READ={project}/.env\n")
+        done = agent(install, project, endpoint, "-p", "count", "--yes", extra_env=extra)
+    assert done.returncode == 0, done.stderr
+    assert results_sent(endpoint, 1)[0]["output"] == "1"
+
+
+@kernel
+def test_sandbox_says_what_was_searched_for_secret_files_and_what_not(agent_home, project, tmp_path):
+    secret_files(project, tmp_path)
+    with FakeEndpoint([]) as endpoint:
+        done = agent_here(agent_home, project, endpoint, stdin="/sandbox\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    searched = next(line for line in lines if line.startswith("  searched for secret files: "))
+    assert searched.startswith(f"  searched for secret files: {tmp_path}/home (as HOME)") and "all of them" in searched
+    assert any(line.startswith("  and again after each command, where a folder changed (") and
+               "not searched: the rest of the file system (other disks, /mnt, /media), nor folders named" in line
+               for line in lines)
+    assert "~/work/acme/api/.env" in next(line for line in lines if line.startswith("  may not read: "))
+    own = next(line for line in lines if line.startswith("  the workspace's own secret files (.env): "))
+    assert own.endswith("; PLAINAGENT_SANDBOX_READ=PATH lets one be read")
+    assert ("unreadable to commands (bound over)" if namespaces_work() else "readable to commands here") in own

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands import landlock, seccomp
-from harness.commands.landlock import Boundary, hidden_paths
+from harness.commands import landlock, seccomp, secret_search
+from harness.commands.landlock import Boundary
 from harness.commands.namespaces import namespaces_work
 from harness.commands.refusal_notes import refusal_note
+from harness.commands.secret_search import hidden_paths
 from harness.commands.shell import run_shell
 from harness.common.directories import config_dir, state_dir
 from harness.files.workspace import Workspace
@@ -365,7 +366,7 @@ def test_the_search_for_secrets_looks_in_dot_folders_first_and_says_when_it_stop
     (tree.home / "Pictures").mkdir()
     for n in range(60):
         (tree.home / "Pictures" / f"{n}.jpg").touch()
-    monkeypatch.setattr(landlock, "HOME_MAX_ENTRIES", 50)
+    monkeypatch.setattr(secret_search, "HOME_MAX_ENTRIES", 50)
     hidden, searched = hidden_paths(tree.home, tree.workspace, [])
     assert not searched and {tree.home / ".ssh", tree.home / ".aws/credentials", tree.home / ".netrc"} <= set(hidden)
     assert "secrets unreadable where found (the home folder holds over 50 entries: the search stopped there)" in \

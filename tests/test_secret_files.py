@@ -7,12 +7,21 @@ import os
 
 import pytest
 
-from harness.files.secret_files import is_secret, original
+from harness.files.secret_files import is_secret, may_be_secret, original
 from harness.files.workspace import PathRefused, Workspace
 from tools import run_tool
 
 
 @pytest.mark.parametrize("path, secret", [
+    # what shells and REPLs remember, fish's and the others' beside bash's (issue 33)
+    (".local/share/fish/fish_history", True), ("fish_history", True), (".zhistory", True), (".irb_history", True),
+    (".pry_history", True), (".Rhistory", True), (".julia/logs/repl_history.jl", True), (".ghc/ghci_history", True),
+    (".scala_history", True), (".lesshst", True), (".local/share/nushell/history.txt", True),
+    (".config/nushell/history.sqlite3", True), (".local/share/atuin/history.db", True), (".duckdb_history", True),
+    (".ipython/profile_default/history.sqlite", True), (".mongosh/mongosh_repl_history", True), (".dbshell", True),
+    (".cqlsh_history", True), (".gdb_history", True), (".clickhouse-client-history", True), (".usql_history", True),
+    (".local/share/xonsh/xonsh-1a2b.json", True), (".octave_hist", True), (".bun_repl_history", True),
+    ("history.txt", False), ("docs/history.md", False),
     (".env", True), (".ENV", True), (".Env", True), (".envrc", True), (".env.local", True), (".env.production", True),
     ("prod.env", True), ("config/staging.ENV", True),
     ("server.pem", True), ("tls.KEY", True), ("cert.p12", True), ("cert.pfx", True), ("release.jks", True),
@@ -65,6 +74,8 @@ from tools import run_tool
 ])
 def test_secret_names_are_matched_case_insensitively(path, secret):
     assert is_secret(path) is secret
+    # the quick look at one name that the search for secret files starts with never passes one over
+    assert not secret or any(may_be_secret(part) for part in path.split("/"))
 
 
 @pytest.mark.parametrize("copy, name", [("#.env#", ".env"), (".#.env", ".env"), ("key.pem.bak~", "key.pem"),

@@ -27,7 +27,8 @@ from harness.cli import project_env
 from harness.cli.prefixes import SHELL_OPERATORS, Remembered, chains, words
 from harness.cli.project_env import BASE_URL, ProjectEnv, read_env_text, read_project_env
 from harness.commands.guard import parse_rules
-from harness.commands.landlock import Boundary, hidden_paths, wipe_from_environ_block
+from harness.commands.landlock import Boundary, wipe_from_environ_block
+from harness.commands.secret_search import SecretSearch, hidden_paths, places, real_paths
 from harness.common.directories import config_dir, state_dir
 from harness.common.hosts import is_local, parse_hosts, shown_url
 from harness.common.own_code import own_code
@@ -63,6 +64,7 @@ class Config:
     sandbox_network: bool = False  # PLAINAGENT_SANDBOX_NETWORK (on/off): commands may use the network
     sandbox_write: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_WRITE: more folders commands may write in (":")
     sandbox_env: frozenset[str] = frozenset()  # PLAINAGENT_SANDBOX_ENV: credentials' variables commands get
+    sandbox_read: tuple[Path, ...] = ()  # PLAINAGENT_SANDBOX_READ: secret files commands may read (a project's .env)
     allow: tuple[str, ...] = ()  # PLAINAGENT_ALLOW: first words of the commands run without a question (prefixes.py)
     env_file: Path | None = None  # the user's own .env, to name in error messages
     unused_key: Path | None = None  # a project's .env whose OPENAI_API_KEY was not used: named if none is set
@@ -87,7 +89,8 @@ ENV_VARS = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL", "model":
             "deny": "PLAINAGENT_DENY", "stream": "PLAINAGENT_STREAM", "fetch": "PLAINAGENT_FETCH",
             "fetch_allow": "PLAINAGENT_FETCH_ALLOW", "sandbox": "PLAINAGENT_SANDBOX",
             "sandbox_network": "PLAINAGENT_SANDBOX_NETWORK", "sandbox_write": "PLAINAGENT_SANDBOX_WRITE",
-            "sandbox_env": "PLAINAGENT_SANDBOX_ENV", "allow": "PLAINAGENT_ALLOW",
+            "sandbox_env": "PLAINAGENT_SANDBOX_ENV", "sandbox_read": "PLAINAGENT_SANDBOX_READ",
+            "allow": "PLAINAGENT_ALLOW",
             "connect_timeout": "PLAINAGENT_CONNECT_TIMEOUT", "first_byte_timeout": "PLAINAGENT_FIRST_BYTE_TIMEOUT",
             "read_timeout": "PLAINAGENT_READ_TIMEOUT"}
 WAITS = ("connect_timeout", "first_byte_timeout", "read_timeout")  # each with a flag of its name: --read-timeout
@@ -255,12 +258,13 @@ def parse_setting(name: str, variable: str, value: str):
             except ValueError as error:
                 raise ConfigError(f"{variable}={value!r}: {error}; list hosts separated by commas, e.g. "
                                   f"{variable}=\"docs.python.org, localhost\".") from None
-        if name == "sandbox_write":
+        if name in ("sandbox_write", "sandbox_read"):
             folders = tuple(Path(folder.strip()).expanduser() for folder in re.split(f"[,{os.pathsep}]", value)
                             if folder.strip())  # "~/.npm:~/go" as PATH is written, or "~/.npm, ~/go" as lists are
+            example = "~/.cache/go-build" if name == "sandbox_write" else "~/work/api/.env"
             if relative := [str(folder) for folder in folders if not folder.is_absolute()]:
                 raise ConfigError(f"{variable}={value!r}: {', '.join(relative)} is not an absolute path; list "
-                                  f"folders separated by '{os.pathsep}' or ',', e.g. {variable}=~/.cache/go-build")
+                                  f"paths separated by '{os.pathsep}' or ',', e.g. {variable}={example}")
             return folders
         if name == "sandbox_env":  # names, as a list is written: "GITHUB_TOKEN, NPM_TOKEN"
             names = frozenset(re.split(r"[\s,:]+", value.strip())) - {""}
@@ -390,9 +394,15 @@ def command_boundary(config: Config) -> Boundary | None:
         if not folder.is_dir():
             config.notes.append(f"plainagent: PLAINAGENT_SANDBOX_WRITE names {folder}, which is not a folder: commands "
                                 "cannot write there (make it, then start plainagent again).")
-    hidden, searched = hidden_paths(Path.home(), config.workspace, [path for path in own if path])
+    shallow, searched = hidden_paths(Path.home(), config.workspace, [])
+    passed = [Path(os.path.realpath(path)) for path in config.sandbox_read]  # what the user lets commands read
+    hidden = real_paths([path for path in own if path]) + [path for path in shallow if not any(
+        path.is_relative_to(read) for read in passed)]  # plainagent's own, whatever the setting says
+    search = SecretSearch(places(Path.home(), config.workspace), passed)
     folders = [folder for folder in config.sandbox_write if folder.is_dir()]  # the rest is said above, not listed
-    boundary = Boundary(config.workspace, hidden, folders, config.sandbox_network, searched=searched)
+    boundary = Boundary(config.workspace, hidden, folders, config.sandbox_network, searched=searched, search=search)
+    if boundary.abi:  # the whole walk, in its own process: the first command collects it
+        search.start()
     boundary.own_code = own_code(boundary.writable())  # plainagent's checkout or Python where commands write: kept
     return boundary
 

@@ -18,7 +18,8 @@ its content in the state directory, so a changed file is asked about again — a
   PLAINAGENT_SANDBOX, PLAINAGENT_SANDBOX_NETWORK   only on and off respectively: the kernel boundary around
                     commands may be asked for, and their network turned off, never the other way
   PLAINAGENT_FETCH_ALLOW, PLAINAGENT_SANDBOX_WRITE,
-  PLAINAGENT_SANDBOX_ENV, PLAINAGENT_ALLOW           never: what they grant is yours alone to grant
+  PLAINAGENT_SANDBOX_ENV, PLAINAGENT_SANDBOX_READ,
+  PLAINAGENT_ALLOW                                   never: what they grant is yours alone to grant
 
 A value it sets that cannot be used (not a mode, say) is left out with the reason, never a reason to stop.
 `config.load_config` calls `read_project_env` and `limit`; the verdicts go into the banner.
@@ -56,8 +57,9 @@ ENDPOINT = (BASE_URL, KEY, MODEL)  # set together or not at all
 FETCH, FETCH_ALLOW = "PLAINAGENT_FETCH", "PLAINAGENT_FETCH_ALLOW"  # web_fetch offered; hosts it may reach
 # setting -> the one value a project's .env may give it: the one that asks more
 TIGHTEN_ONLY = {"PLAINAGENT_SANDBOX": "on", "PLAINAGENT_SANDBOX_NETWORK": "off"}
-# settings only the user may give: they let more through (hosts, folders, variables, commands run unasked)
-NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE", "PLAINAGENT_SANDBOX_ENV", "PLAINAGENT_ALLOW")
+# settings only the user may give: they let more through (hosts, folders, variables, files, commands run unasked)
+NEVER = (FETCH_ALLOW, "PLAINAGENT_SANDBOX_WRITE", "PLAINAGENT_SANDBOX_ENV", "PLAINAGENT_SANDBOX_READ",
+         "PLAINAGENT_ALLOW")
 LIMITS = ("PLAINAGENT_MAX_STEPS", "PLAINAGENT_CONTEXT_TOKENS", "PLAINAGENT_MAX_REPLY_TOKENS")  # what you pay for
 DEFAULT_LIMITS = {"PLAINAGENT_MAX_STEPS": 30, "PLAINAGENT_CONTEXT_TOKENS": 32_000,
                   "PLAINAGENT_MAX_REPLY_TOKENS": 8192}  # Config's defaults

@@ -293,14 +293,17 @@ def slash_sandbox(session, argument: str) -> str:
     boundary, config = session.tools.workspace.boundary, session.config
     line = describe_boundary(boundary, config)
     if boundary is not None and boundary.abi:
+        boundary.look_again()  # what the search found so far, as the next command would have it
         home = str(Path.home())
         short = sorted(str(path).replace(home, "~", 1) if str(path).startswith(home + "/") else str(path)
                        for path in boundary.present())
+        more = f", and {len(short) - SHOWN_HIDDEN:,} more" if len(short) > SHOWN_HIDDEN else ""
         temp = boundary.tmpdir or "a folder made at the first command"
         writable = ", ".join(map(str, [boundary.workspace, *boundary.git, *boundary.extra]))
         shm = "/dev/shm (the session's own)" if boundary.namespaces else "/dev/shm"
         line += "\n".join(["", f"  may write in: {writable}, TMPDIR ({temp}), {shm}",
-                           f"  may not read: {', '.join(short) or 'nothing found'}; /dev but its common devices",
+                           f"  may not read: {', '.join(short[:SHOWN_HIDDEN]) or 'nothing found'}{more}; /dev but its "
+                           "common devices", *workspace_secrets(boundary),
                            "  network: " + ("allowed" if boundary.network else "none, localhost included"),
                            "  " + boundary.afterwards()])
     if withheld := withheld_variables(os.environ, session.tools.workspace.passed_env):
@@ -308,6 +311,27 @@ def slash_sandbox(session, argument: str) -> str:
                  "PLAINAGENT_SANDBOX_ENV=NAME passes one)")
     return (f"{line}\n  to change: {SETTINGS}, in the .env beside agent.py ({config.env_file}) or the environment; "
             "plainagent takes them up when it starts again (--resume goes on with this session).")
+
+
+SHOWN_HIDDEN = 20  # paths /sandbox names of what commands may not read; the count of the rest
+
+
+def workspace_secrets(boundary) -> list[str]:
+    """/sandbox's lines on the search for secret files, and on the workspace's own."""
+    if boundary.search is None:
+        return []
+    search = boundary.search
+    names = ", ".join(str(path.relative_to(boundary.workspace)) for path in search.inside()) or "none found"
+    if boundary.namespaces:
+        own = f"  the workspace's own secret files ({names}): unreadable to commands (bound over)"
+    elif boundary.home_inside():
+        own = f"  the workspace's own secret files ({names}): unreadable to commands (Landlock's)"
+    else:
+        own = (f"  the workspace's own secret files ({names}): readable to commands here, the tools still refuse them "
+               "(no namespaces: Landlock alone would forbid every new file beside them)")
+    passed = f"; PLAINAGENT_SANDBOX_READ lets these be read: {', '.join(map(str, search.passed))}" if search.passed \
+        else "; PLAINAGENT_SANDBOX_READ=PATH lets one be read"
+    return ["  " + line for line in search.described()] + [own + passed]
 
 
 def slash_compact(session, argument: str) -> str:

@@ -12,10 +12,12 @@ the command and everything it starts are inside, the agent stays outside. Inside
   - writes (create, remove, rename, truncate, write, make folders and links) only beneath the workspace, a
     private temp folder the command is given as TMPDIR, the folders the user named (PLAINAGENT_SANDBOX_WRITE),
     /dev/shm and the few devices a command writes to (/dev/null, /dev/tty, ...);
-  - reads everywhere but: what secret_files.py refuses, found under the home folder (~/.ssh, ~/.aws/credentials,
-    ~/.netrc, ...), the .env beside agent.py, plainagent's own state and settings, and /dev but for those devices
-    (as root, /dev/sda would be every file). Landlock grants and never denies, so "all but X" is granted as X's
-    siblings, down each of X's folders (which keep the right to be listed);
+  - reads everywhere but: what secret_files.py refuses, wherever secret_search.py finds it (every home, /srv, /opt,
+    /var/www, /etc's shadow files and host keys), the .env beside agent.py, plainagent's own state and settings,
+    and /dev but for those devices (as root, /dev/sda would be every file). Landlock grants and never denies, so
+    "all but X" is granted as X's siblings, down each of X's folders (which keep the right to be listed). The
+    workspace's own secret files are the namespaces' to hide (`bound`: lifetime.py binds an unreadable empty file
+    over each), for a Landlock rule that hid one would forbid every new file beside it;
   - no network unless the user turns it on: Landlock refuses every TCP connect and bind (ABI 4 and later), and
     seccomp any socket but a Unix one (UDP, raw) and io_uring, which would go round it;
   - no signal to a process outside, nor a connection to an abstract Unix socket made outside (ABI 6): `pkill
@@ -30,8 +32,8 @@ socket files, processes left running, git's hooks and config) is namespaces.py's
 
 from __future__ import annotations
 
-import collections
 import ctypes
+import functools
 import os
 import stat
 import struct
@@ -40,6 +42,7 @@ import tempfile
 import weakref
 from pathlib import Path
 
+from harness.commands import secret_search
 from harness.commands.namespaces import (
     INSTRUCTION_FILES,
     SHARED_MEMORY,
@@ -50,8 +53,8 @@ from harness.commands.namespaces import (
     unix_sockets,
 )
 from harness.commands.seccomp import seccomp_program
+from harness.commands.secret_search import SecretSearch, real_paths
 from harness.common.directories import hold
-from harness.files.secret_files import is_secret
 
 # System calls: Landlock's numbers are the same on every architecture (they came after the tables were unified).
 CREATE_RULESET, ADD_RULE = 444, 445  # and restrict_self, 446, which the tether calls
@@ -68,9 +71,6 @@ BIND_TCP, CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 # Devices a command reads or writes as a matter of course; the rest of /dev (disks, terminals) is out of reach.
 DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
-HOME_DEPTH = 3  # how deep under the home folder secrets are looked for (~/.config/gh/hosts.yml is 3 down)
-HOME_MAX_ENTRIES = 50_000  # entries looked at, at most (0.3 s): a home folder bigger than that is not all searched
-SKIPPED = {"node_modules", ".git", ".npm", ".pyenv", ".rustup", ".nvm", "site-packages", "__pycache__"}  # big, no keys
 
 SETTINGS = "PLAINAGENT_SANDBOX_WRITE=DIR, PLAINAGENT_SANDBOX_NETWORK=on, or PLAINAGENT_SANDBOX=off"
 
@@ -86,12 +86,19 @@ def abi_version() -> int:
     return version
 
 
+@functools.cache
+def libc() -> ctypes.CDLL:
+    """libc, loaded once: each load makes a class of its own (a ruleset of 11,000 rules spent 0.2 s on that)."""
+    library = ctypes.CDLL(None, use_errno=True)
+    library.syscall.restype = ctypes.c_long
+    return library
+
+
 def syscall(number: int, *args) -> int:
     """A system call through libc; raises OSError with its errno when it fails."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
     # A variadic call: every integer goes as a long, so no register holds stray upper bits.
-    result = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(arg) if isinstance(arg, int) else arg for arg in args])
+    result = libc().syscall(ctypes.c_long(number), *[ctypes.c_long(arg) if isinstance(arg, int) else arg
+                                                     for arg in args])
     if result < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code))
@@ -102,7 +109,8 @@ class Boundary:
     """One session's kernel boundary for commands: what the ruleset grants, and the ruleset itself."""
 
     def __init__(self, workspace: Path, hidden: list[Path], writable: list[Path] = (), network: bool = False,
-                 abi: int | None = None, searched: bool = True, namespaces: bool | None = None):
+                 abi: int | None = None, searched: bool = True, namespaces: bool | None = None,
+                 search: SecretSearch | None = None):
         self.abi = abi_version() if abi is None else abi
         self.workspace = Path(workspace)
         self.hidden = [Path(path) for path in hidden]  # what commands may not read (beside most of /dev)
@@ -111,6 +119,9 @@ class Boundary:
         self.git = repository_outside(self.workspace, [*self.extra, Path(SHARED_MEMORY)])
         self.network = network
         self.searched = searched  # whether every folder the search for secrets meant to look in was looked in
+        self.shallow = list(self.hidden)  # what the search at start found: kept whatever the whole one finds
+        self.search = search  # the whole search (secret_search.py), looked at again before each command
+        self.bound: list[Path] = []  # the workspace's own secret files, bound over in the namespaces
         self.tmpdir: Path | None = None  # made at the first command, removed when the agent ends
         self.shm: Path | None = None  # ... and beside it, what commands see as /dev/shm inside the namespaces
         self.held: dict[str, int | None] = {"fd": None}  # the ruleset's file descriptor, once built
@@ -131,9 +142,11 @@ class Boundary:
             "network not blocked (that needs Landlock ABI 4, or seccomp on x86-64 or arm64)"
         shut = self.shut_folders()
         shut = f" (no new file in {', '.join(map(str, shut))}: it holds what commands may not read)" if shut else ""
-        secrets = "secrets unreadable" if self.searched else (
-            f"secrets unreadable where found (the home folder holds over {HOME_MAX_ENTRIES:,} entries: the search "
-            "stopped there)")
+        secrets = "secrets unreadable" if self.searched or self.search else (  # the whole search goes on past it
+            f"secrets unreadable where found (the home folder holds over {secret_search.HOME_MAX_ENTRIES:,} entries: "
+            "the search stopped there)")
+        if self.search is not None and not self.namespaces and not self.home_inside():
+            secrets = secrets.replace("secrets", "secrets outside the workspace", 1)  # no mount to bind over its own
         return (f"commands: writes only inside the workspace{extra} and a private TMPDIR{truncate}{shut}, {net}, "
                 f"{secrets} (Landlock ABI {self.abi})")
 
@@ -165,7 +178,9 @@ class Boundary:
         walls = [f"w:{folder}" for folder in self.writable() if folder != Path(SHARED_MEMORY)]
         walls += [f"r:{path}" for path in self.read_only()]
         sockets = [] if self.network else [f"sock:{path}" for path in unix_sockets(self.writable())]
-        return walls + ([f"shm:{self.shm}"] if self.shm else []) + sockets
+        hidden = [f"hide:{path}" for path in self.bound] if self.shm else []  # the workspace's own secret files
+        blanks = [f"blank:{self.shm.parent / 'blank'}", f"blankdir:{self.shm.parent / 'blank.d'}"] if hidden else []
+        return walls + ([f"shm:{self.shm}"] if self.shm else []) + sockets + blanks + hidden
 
     def read_only(self) -> list[Path]:
         """What stays read-only to commands inside the folders they write in: what acts later outside the walls
@@ -193,12 +208,39 @@ class Boundary:
 
     def is_hidden(self, path: Path) -> bool:
         devices = path.is_relative_to("/dev") and str(path) not in DEVICES and not path.is_relative_to(SHARED_MEMORY)
-        return devices or any(path.is_relative_to(hidden) for hidden in self.hidden)
+        return devices or any(path.is_relative_to(hidden) for hidden in [*self.hidden, *self.bound])
+
+    def is_bound(self, path: Path) -> bool:
+        """Whether `path` is one of the workspace's secret files, bound over (or inside one, a folder)."""
+        return any(path.is_relative_to(bound) for bound in self.bound)
 
     def may_write(self, path: Path) -> bool:
         kept = self.read_only() if self.namespaces else []
         return any(path.is_relative_to(folder) for folder in self.writable()) and path.parent not in \
-            self.shut_folders() and not any(path.is_relative_to(hidden) for hidden in [*self.hidden, *kept])
+            self.shut_folders() and not any(path.is_relative_to(wall) for wall in [*self.hidden, *self.bound, *kept])
+
+    def home_inside(self) -> bool:
+        """Whether the workspace holds the home folder (-C ~): then its secrets are the user's own, hidden by
+        Landlock where no namespace binds over them, whatever folder that shuts."""
+        return self.search is not None and self.search.places.home.is_relative_to(self.workspace)
+
+    def look_again(self) -> None:
+        """Before each command: what the whole search found since the last one (its walk, at the first command;
+        the refresh of the folders that changed, which ran when the last command ended). Landlock hides what lies
+        outside the workspace; the namespaces bind over the workspace's own (without them, those stay readable:
+        Landlock alone would forbid every new file beside them), unless the workspace holds the home folder."""
+        if self.search is None:
+            return
+        self.search.settle()
+        inside = self.search.inside()
+        hidden = real_paths([*self.shallow, *self.search.outside(), *(inside if self.home_inside() and not
+                                                                       self.namespaces else [])])
+        self.bound = inside if self.namespaces else []
+        if set(hidden) != set(self.hidden):
+            self.hidden = hidden
+            if self.held.get("fd") is not None:  # built again, below, with what is hidden now
+                os.close(self.held["fd"])
+                self.held["fd"] = None
 
     def shut_folders(self) -> list[Path]:
         """The folders where commands write that hold something hidden (the workspace with the .env of the key in
@@ -212,12 +254,16 @@ class Boundary:
     def ruleset(self) -> int:
         """The session's ruleset, built at the first command: a file descriptor the tether enters. Built again
         for each command while a folder is shut: what was made in it since (by edit_file, say) needs its rule."""
+        self.look_again()
         if self.tmpdir is None:
             remove_left_behind()
             session = Path(tempfile.mkdtemp(prefix=f"plainagent-{os.getpid()}-"))  # commands write in its two folders
             self.tmpdir, self.shm = session / "tmp", session / "shm"
             self.tmpdir.mkdir(), self.shm.mkdir(mode=0o1777)
             self.held["lock"] = hold(session)  # in use while this process lives, seen from every PID namespace
+            # What the namespaces bind over the workspace's secret files: empty, and no one may read it (root's
+            # command has no capability to pass over a mode)
+            os.close(os.open(session / "blank", os.O_CREAT | os.O_WRONLY, 0)), (session / "blank.d").mkdir(mode=0)
             self.shm_before = set(os.listdir(SHARED_MEMORY)) if not self.namespaces and os.path.isdir(SHARED_MEMORY) \
                 else None  # without namespaces, commands write in the real one: what they add goes at the end
             weakref.finalize(self, close, self.held, session, self.shm_before)  # when the session ends, or dropped
@@ -288,6 +334,9 @@ def create_ruleset(abi: int, network: bool) -> int:
     return syscall(CREATE_RULESET, attr, size, 0)
 
 
+HOLE = ""  # in Grants' tree of names, the mark of a hidden path itself (no file is named "")
+
+
 class Grants:
     """Rules added to a ruleset: `grant(path, rights, hidden)` gives `rights` beneath `path`, but not to `hidden`."""
 
@@ -295,8 +344,20 @@ class Grants:
         self.fd, self.handled = fd, handled
 
     def grant(self, path: Path, rights: int, hidden: list[Path]) -> None:
-        inside = [hole for hole in hidden if hole == path or hole.is_relative_to(path)]
-        if path in inside:
+        # What is hidden beneath `path` as a tree of names ({"home": {"me": {".ssh": {HOLE: True}}}}): each folder
+        # on the way is then found by its name, not by comparing every hidden path (a thousand .git/config under
+        # ~/work took 4 s to grant that way)
+        holes: dict = {}
+        for hole in hidden:
+            if hole == path or hole.is_relative_to(path):
+                node = holes
+                for part in hole.relative_to(path).parts:
+                    node = node.setdefault(part, {})
+                node[HOLE] = True
+        self.grant_beneath(path, rights, holes)
+
+    def grant_beneath(self, path: Path, rights: int, holes: dict) -> None:
+        if HOLE in holes:
             return
         try:
             info = os.lstat(path)
@@ -304,7 +365,7 @@ class Grants:
             return
         if stat.S_ISLNK(info.st_mode):  # a link leads where its target's own rules say: it needs none
             return
-        if not inside or not stat.S_ISDIR(info.st_mode):
+        if not holes or not stat.S_ISDIR(info.st_mode):
             self.add(path, rights if stat.S_ISDIR(info.st_mode) else rights & FILE_RIGHTS)
             return
         self.add(path, READ_DIR)  # a folder holding something hidden: listed, and each of its entries granted
@@ -313,7 +374,7 @@ class Grants:
         except OSError:
             return
         for name in names:
-            self.grant(path / name, rights, inside)
+            self.grant_beneath(path / name, rights, holes.get(name, {}))
 
     def add(self, path: Path, rights: int) -> None:
         try:
@@ -325,54 +386,6 @@ class Grants:
             syscall(ADD_RULE, self.fd, RULE_PATH_BENEATH, attr, 0)
         finally:
             os.close(fd)
-
-
-# --- what commands may not read, found once per session ---
-
-
-def hidden_paths(home: Path, workspace: Path, own: list[Path]) -> tuple[list[Path], bool]:
-    """plainagent's own files (`own`: its .env, state and settings folders) and the secrets under the home
-    folder that secret_files.py names, HOME_DEPTH folders down at most, the shallowest first and dot-folders
-    before the others at each depth (where tools keep credentials); a folder whose every file is secret (~/.ssh)
-    is one entry. The workspace is not searched: it is the command's to read and write. And whether the search
-    went through every folder (False: it stopped at HOME_MAX_ENTRIES, and the start line says so). Every path is
-    where it really is, links followed: Landlock judges the file a link leads to, so a home folder, a .env or a
-    state folder reached through a link is hidden as what it is (a relative --log, as the agent's folder makes it)."""
-    found = [Path(path) for path in own]
-    folders, n_entries, seen = collections.deque([(Path(home).resolve(), 0)]), 0, set()
-    while folders:
-        folder, depth = folders.popleft()
-        if folder.resolve() in seen:  # a link back to a folder already searched
-            continue
-        seen.add(folder.resolve())
-        try:
-            entries = sorted(os.scandir(folder), key=lambda entry: not entry.name.startswith("."))
-        except OSError:
-            continue
-        n_entries += len(entries)
-        if n_entries > HOME_MAX_ENTRIES:
-            return real_paths(found), False
-        for entry in entries:
-            path = Path(entry.path)
-            if path == workspace:
-                continue
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if entry.name == ".git" and is_dir and not workspace.is_relative_to(folder):
-                found.append(path / "config")  # another repository's: remote URLs with tokens (not searched on)
-            if is_secret(f"{path}/any" if is_dir else str(path)):  # a folder of secrets (.ssh/**), or a file
-                found.append(path)
-                if entry.is_symlink():  # its target holds the secret: hidden too
-                    found.append(path.resolve())
-            elif entry.is_dir() and depth + 1 < HOME_DEPTH and entry.name not in SKIPPED:
-                # A linked folder (~/projects -> /data/projects) is searched where it leads: that is what the
-                # kernel sees, so what is found there is hidden by its real path.
-                folders.append((path.resolve() if entry.is_symlink() else path, depth + 1))
-    return real_paths(found), True
-
-
-def real_paths(paths: list[Path]) -> list[Path]:
-    """Each path where it really is (links followed; a relative one from here), once."""
-    return list(dict.fromkeys(Path(os.path.realpath(path)) for path in paths))
 
 
 def wipe_from_environ_block(name: str) -> bool:

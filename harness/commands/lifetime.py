@@ -301,7 +301,8 @@ def zombie(pid: int) -> bool:
 # --- the namespaces: what holds after the command, and what the kernel's mounts hold that Landlock does not ---
 # WALLS, from landlock.py's Boundary.walls(): "w:PATH" a folder commands write in, "r:PATH" a path beneath one that
 # stays read-only (git's hooks and config, instruction files, plainagent's own code), "shm:PATH" the session's own
-# folder that stands for /dev/shm, "sock:PATH" a Unix socket file outside to cover (network off: namespaces.py).
+# folder that stands for /dev/shm, "sock:PATH" a Unix socket file outside to cover (network off: namespaces.py),
+# "hide:PATH" one of the workspace's secret files, covered by "blank:FILE" (or "blankdir:DIR"), empty and unreadable.
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
@@ -317,6 +318,8 @@ def enter_namespaces(walls: list[str]) -> None:
     writable = [path[2:] for path in walls if path.startswith("w:") and os.path.isdir(path[2:])]
     readonly = [path[2:] for path in walls if path.startswith("r:") and os.path.lexists(path[2:])]
     shm = next((path[4:] for path in walls if path.startswith("shm:")), None)
+    blanks = {wall.split(":", 1)[0]: wall.split(":", 1)[1] for wall in walls if wall.startswith(("blank:", "blankdir:"))}
+    hidden = [path[5:] for path in walls if path.startswith("hide:") and os.path.lexists(path[5:]) and blanks]
     uid, gid = os.getuid(), os.getgid()
     if uid != 0 or libc.unshare(CLONE_NEWNS | CLONE_NEWPID) != 0:  # root in a container may need a user namespace
         check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare")
@@ -330,11 +333,13 @@ def enter_namespaces(walls: list[str]) -> None:
         check(mount(shm, "/dev/shm", None, MS_BIND), "/dev/shm")
     for path in (path[5:] for path in walls if path.startswith("sock:")):
         check(mount("/dev/null", path, None, MS_BIND), path, missing_ok=True)  # connect() finds a device
+    for path in hidden:  # reading it is refused; removing or renaming it, too (a mount point)
+        check(mount(blanks["blankdir" if os.path.isdir(path) else "blank"], path, None, MS_BIND), path, missing_ok=True)
     check(set_attributes("/", MOUNT_ATTR_RDONLY, 0), "/")  # every mount: contents, modes, times, names
     for path in writable + (["/dev/shm"] if shm else []):
         check(set_attributes(path, 0, MOUNT_ATTR_RDONLY), path)
-    for path in readonly:
-        check(set_attributes(path, MOUNT_ATTR_RDONLY, 0), path)
+    for path in readonly + hidden:
+        check(set_attributes(path, MOUNT_ATTR_RDONLY, 0), path, missing_ok=True)
     try:
         os.chdir(os.getcwd())  # the working folder, found again by its name: on the mounts just made, not under them
     except OSError:  # a folder this user may not look up (the probe's): nothing runs there

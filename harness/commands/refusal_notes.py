@@ -66,6 +66,8 @@ def refusal_note(boundary: Boundary, output: str, status: str = "exit code 1", c
     wall, setting = {
         "write": (writes, "PLAINAGENT_SANDBOX_WRITE=DIR"),
         "read": ("commands may not read secret files, the key's .env or plainagent's own", off),
+        "secret": ("the workspace's secret files (the names read_file refuses) are unreadable to commands",
+                   f"PLAINAGENT_SANDBOX_READ={what.split(' ', 1)[-1]}"),  # a project whose tests load its .env
         "signal": ("commands may not look into, signal or change processes they did not start", off),
         "device": ("commands may use no device but /dev/null, /dev/urandom and the like", off),
         "network": ("commands have no network, localhost included", "PLAINAGENT_SANDBOX_NETWORK=on"),
@@ -87,6 +89,9 @@ def refusal_in(boundary: Boundary, line: str, refused: re.Match, output: str) ->
         return ("signal", "a call on another process")
     if not (paths := named(boundary, line, refused)):
         return ("network", "the network") if not boundary.network and re.search(NETWORK, output) else ("unknown", "")
+    if bound := next((path for path in paths if boundary.is_bound(path)), None):
+        # bound over in the namespaces: reading it is refused, and removing or renaming it (EBUSY, EROFS)
+        return ("secret", f"{'reading' if re.match('(?i)permission|EACCES', refused[0]) else 'changing'} {bound}")
     path = next((path for path in paths if not boundary.may_write(path)), None)
     if path is None:
         return None

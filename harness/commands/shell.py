@@ -84,6 +84,8 @@ def run_shell(ws: Workspace, command: str, timeout: int, boundary: Boundary | No
         if tether is not None:  # the command has ended (or been killed): the tether has nothing left to hold
             os.close(tether)
     reader.join(timeout=5)  # a grandchild that left the process group may hold the pipe open; stop waiting
+    if confine and boundary.search is not None:  # what it made is looked for while the model answers
+        boundary.search.refresh_later()
     # A command's last newline tells the model nothing, and the frame puts one before its end marker anyway.
     text = output.text(ws.redact, OUTPUT_MAX_BYTES).removesuffix("\n")
     note = refusal_note(boundary, text, status, command) if confine else None  # a wall, not a glitch to try again

@@ -13,6 +13,7 @@ workspace counts too: with `-C ~/.ssh` every file is still in `.ssh/`. Templates
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 
 # Files that hold secrets, matched case-insensitively (on macOS and Windows `.ENV` is `.env` itself). A pattern
@@ -46,7 +47,11 @@ SECRET_NAMES = [
     "*.tfstate", "*.tfvars", "*.tfvars.json",
     # what shells and REPLs remember: `export TOKEN=...`, `curl -H "Authorization: ..."` typed once
     ".bash_history", ".zsh_history", ".sh_history", ".history", ".python_history", ".psql_history",
-    ".mysql_history", ".sqlite_history", ".node_repl_history", ".rediscli_history",
+    ".mysql_history", ".sqlite_history", ".node_repl_history", ".rediscli_history", "fish_history", ".zhistory",
+    "nushell/history.*", "atuin/history.db", "xonsh/xonsh-*.json", ".irb_history", ".pry_history", ".rhistory",
+    "repl_history.jl", "ghci_history", ".scala_history", ".lesshst", ".duckdb_history", "ipython/**/history.sqlite",
+    "profile_*/history.sqlite", ".mongosh/**", ".dbshell", ".cqlsh_history", "cqlsh_history", ".gdb_history",
+    ".clickhouse-client-history", ".usql_history", ".octave_hist", ".bun_repl_history", "deno_history.txt",
     # tools' own logins: pass, Claude Code, GitHub Copilot, AWS SSO, Kaggle, Databricks, Hugging Face, Firebase
     ".password-store/**", ".claude/.credentials.json", "github-copilot/**", ".aws/sso/cache/*.json",
     ".aws/cli/cache/*.json", "kaggle.json", ".databrickscfg", "huggingface/token", ".huggingface/token",
@@ -68,6 +73,12 @@ TAILS = {n: re.compile("|".join(fnmatch.translate(pattern) for pattern in SECRET
                                 if pattern.count("/") == n and not pattern.endswith("/**")))
          for n in {pattern.count("/") for pattern in SECRET_NAMES if not pattern.endswith("/**")}}
 
+# What each pattern's last name must hold, whatever a copy added around it: ".env*" -> ".env", "id_rsa*" -> "id_rsa".
+# (Only the shortest: a name holding "credentials.json" holds "credentials"; a short pattern compiles in 1 ms, not 3.)
+LAST_NAMES = {pattern.removesuffix("/**").rsplit("/", 1)[-1] for pattern in SECRET_NAMES}
+LITERALS = {max(re.split(r"[*?\[\]]", name), key=len) for name in LAST_NAMES}
+FRAGMENTS = sorted(literal for literal in LITERALS if not any(other in literal for other in LITERALS - {literal}))
+
 
 def is_secret(path: str) -> bool:
     """Whether a file may hold secrets, by its path (best the absolute one) or its name: ".env" -> True."""
@@ -81,6 +92,17 @@ def is_secret(path: str) -> bool:
     names = {name, name[1:]} if name != parts[-1] and name.startswith(".") else {name}
     return any(tail.match("/".join(parts[len(parts) - 1 - n:-1] + [candidate])) for n, tail in TAILS.items()
                for candidate in names if len(parts) > n)
+
+
+def may_be_secret(name: str) -> bool:
+    """A quick look at one name, False only where no path ending in it is secret: the search for secret files
+    (secret_search.py) looks at every name in the home folder, and is_secret takes twenty times longer."""
+    return bool(fragments().search(name.lower()))
+
+
+@functools.cache
+def fragments() -> re.Pattern:
+    return re.compile("|".join(map(re.escape, FRAGMENTS)))
 
 
 def original(name: str) -> str:
