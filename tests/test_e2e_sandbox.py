@@ -216,6 +216,22 @@ def test_credentials_exported_by_the_user_are_not_passed_to_commands_and_one_can
                                                           "npm_config__authToken"]
 
 
+def test_credentials_named_otherwise_or_in_a_url_are_not_passed_and_what_says_where_things_are_is(tmp_path):
+    from harness.commands.shell import command_environment
+    from harness.files.workspace import Workspace
+
+    withheld = {"MYSQL_PWD": "a", "SSHPASS": "b", "BW_SESSION": "c", "OP_SESSION_my": "d", "GH_PAT": "e",
+                "NPM_AUTH": "f", "HF_AUTH": "g", "TWINE_PASS": "h", "CI_JOB_JWT": "i", "DOCKER_AUTH_CONFIG": "{}",
+                "SLACK_WEBHOOK_URL": "https://hooks.example/x", "SENTRY_DSN": "https://k@o1.ingest.example/1",
+                "AZURE_STORAGE_CONNECTION_STRING": "AccountKey=x", "DATABASE_URL": "postgres://app:s3cret@db/app",
+                "REDIS_URL": "redis://:pw@cache:6379/0", "AMQP_ADDR": "amqp://guest:guest@mq//"}
+    kept = {"XAUTHORITY": "/run/user/1/xauth", "SSH_AUTH_SOCK": "/run/ssh.sock", "PWD": "/w", "OLDPWD": "/", "PATH":
+            "/usr/bin", "PAGER": "less", "COMPOSE_PROJECT_NAME": "shop", "API_URL": "https://api.example/v1",
+            "DATABASE_HOST": "db", "PIP_INDEX_URL": "https://pypi.org/simple", "PATCH_LEVEL": "2"}
+    (tmp_path / "project").mkdir()
+    assert command_environment(withheld | kept, Workspace(tmp_path / "project")) == kept
+
+
 def test_sandbox_lists_what_commands_are_not_given_and_only_the_users_own_env_passes_one(agent_home, project, tmp_path):
     script = [command("echo token=${GITHUB_TOKEN:-none} secret=${AWS_SECRET_ACCESS_KEY:-none}"), "Done."]
     environ = {"GITHUB_TOKEN": "ghp-e2e", "AWS_SECRET_ACCESS_KEY": "aws-e2e"}

@@ -119,16 +119,23 @@ SOCKET_VARIABLES = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "TMUX", 
 
 
 # Variables whose names say they hold a credential (Codex CLI's default leaves out *KEY*, *SECRET*, *TOKEN*):
-# an exported AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN reached the model through `env | base64`. The user passes one
-# by name with PLAINAGENT_SANDBOX_ENV.
-CREDENTIAL_NAME = re.compile(r"(?i)KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL")
+# an exported AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN reached the model through `env | base64`; so did MYSQL_PWD,
+# SSHPASS, GH_PAT, NPM_AUTH, BW_SESSION (it unlocks a Bitwarden vault), AZURE_STORAGE_CONNECTION_STRING, CI_JOB_JWT,
+# SLACK_WEBHOOK_URL and SENTRY_DSN. The user passes one by name with PLAINAGENT_SANDBOX_ENV.
+CREDENTIAL_NAME = re.compile(r"(?i)KEY|SECRET|TOKEN|PASS|CREDENTIAL|AUTH|_PWD$|(?:^|_)PAT(?:_|$)|JWT|WEBHOOK"
+                             r"|CONN(?:ECTION)?_?STR|(?:^|_)DSN(?:_|$)|COOKIE|^(?:BW|OP)_SESSION")
+# ... but these, which say where things are, not what opens them: X's cookie file and the ssh agent's socket
+# (without the network, namespaces.py's SOCKET_VARIABLES leaves that one out too), the working folders.
+NOT_CREDENTIALS = {"XAUTHORITY", "SSH_AUTH_SOCK", "PWD", "OLDPWD", "GPG_AGENT_INFO", "KEYTIMEOUT"}
+URL_PASSWORD = re.compile(r"://[^/\s:@]*:[^/\s@]+@")  # a URL with a password in it: DATABASE_URL, REDIS_URL
 
 
 def withheld_variables(environ: dict[str, str] | os._Environ, passed: frozenset[str] = frozenset()) -> list[str]:
-    """The variables commands are not given because their names say credentials, but those the user passes (the
-    API key is not among them: it is never passed, whatever the settings say)."""
-    return sorted(name for name in environ if CREDENTIAL_NAME.search(name) and name not in passed
-                  and name != "OPENAI_API_KEY")
+    """The variables commands are not given because their names say credentials, or their values are URLs with a
+    password in them, but those the user passes (the API key is not among them: it is never passed, whatever the
+    settings say)."""
+    return sorted(name for name, value in environ.items() if name not in passed and name != "OPENAI_API_KEY" and (
+        (CREDENTIAL_NAME.search(name) and name not in NOT_CREDENTIALS) or URL_PASSWORD.search(value)))
 
 
 def command_environment(environ: dict[str, str] | os._Environ, ws: Workspace, network: bool = True) -> dict[str, str]:
