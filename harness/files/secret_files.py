@@ -52,6 +52,13 @@ SECRET_NAMES = [
     "repl_history.jl", "ghci_history", ".scala_history", ".lesshst", ".duckdb_history", "ipython/**/history.sqlite",
     "profile_*/history.sqlite", ".mongosh/**", ".dbshell", ".cqlsh_history", "cqlsh_history", ".gdb_history",
     ".clickhouse-client-history", ".usql_history", ".octave_hist", ".bun_repl_history", "deno_history.txt",
+    ".histfile", "zsh/history", ".zsh_sessions/**", ".bash_history-*", ".viminfo",  # zsh's other homes, bash's temp
+    # command-line tools' logins: Stripe, GitLab, DigitalOcean, Hetzner, Fly.io, Netlify, Cloudflare, Firebase,
+    # ngrok, Supabase, Twilio, Sentry, CircleCI, Railway, 1Password
+    "stripe/config.toml", "glab-cli/config.yml", "doctl/config.yaml", "hcloud/cli.toml", ".fly/config.yml",
+    "netlify/config.json", ".wrangler/config/*.toml", "configstore/firebase-tools.json", "ngrok/ngrok.yml",
+    ".ngrok2/ngrok.yml", ".supabase/access-token", ".twilio-cli/config.json", ".sentryclirc", ".circleci/cli.yml",
+    ".railway/config.json", "op/config",
     # tools' own logins: pass, Claude Code, GitHub Copilot, AWS SSO, Kaggle, Databricks, Hugging Face, Firebase
     ".password-store/**", ".claude/.credentials.json", "github-copilot/**", ".aws/sso/cache/*.json",
     ".aws/cli/cache/*.json", "kaggle.json", ".databrickscfg", "huggingface/token", ".huggingface/token",
