@@ -265,3 +265,47 @@ def test_as_root_other_homes_apps_and_etcs_secrets_are_hidden_on_their_real_path
     lines = done.stdout.splitlines()
     assert lines[:4] == ["/home/alice/.aws/credentials False", "/home/alice/proj/.env False", "/srv/app/.env False",
                          "/opt/svc/config/.env False"] and all(line.endswith(" False") for line in lines), done.stdout
+
+
+def test_a_home_past_the_budget_starves_no_other_root_and_the_user_is_told(tmp_path, monkeypatch, capsys):
+    """A home of 2.1 million entries stopped the walk before the other homes and /srv were searched, and nothing
+    said so: their .env files reached the model (a user's attack)."""
+    from harness.commands import secret_search
+
+    top, home, workspace = tmp_path, tmp_path / "home/me", tmp_path / "project"
+    make(home, [f"src/{n}.py" for n in range(60)], b"x\n"), make(top, ["home/alice/proj/.env", "srv/app/.env"])
+    workspace.mkdir()
+    monkeypatch.setattr(secret_search, "SEARCH_MAX_ENTRIES", 50)
+    search = SecretSearch(places(home, workspace, top=top, as_root=False))
+    search.walk()
+    assert sorted(search.outside()) == [top / "home/alice/proj/.env", top / "srv/app/.env"] and search.stopped == [home]
+    search.walked, search.waited = False, False  # as the walk's answer, taken by the first command
+    monkeypatch.setattr(search, "collect", lambda wait: setattr(search, "walked", True) or True)
+    search.settle()
+    assert capsys.readouterr().err == (f"plainagent: the search for secret files stopped after 50 entries in {home}: "
+                                       "a secret file deeper in there may be readable by commands.\n")
+
+
+def test_a_first_command_before_the_walk_is_in_is_told_of(tmp_path, monkeypatch, capsys):
+    from harness.commands import secret_search
+
+    home, workspace = tmp_path / "home", tmp_path / "project"
+    make(home, DEEP), workspace.mkdir()
+    monkeypatch.setattr(secret_search, "SEARCH_WAIT", 0)
+    search = SecretSearch(places(home, workspace, top=tmp_path / "none", as_root=False))
+    monkeypatch.setattr(search, "collect", lambda wait: False)  # still walking
+    search.settle()
+    assert capsys.readouterr().err.startswith("plainagent: the search for secret files is not done yet (after 0 s): ")
+    search.settle()
+    assert capsys.readouterr().err == ""  # once
+
+
+def test_a_home_made_during_the_session_is_searched_at_the_next_look(tmp_path):
+    top, home, workspace = tmp_path, tmp_path / "home/me", tmp_path / "project"
+    make(top, ["home/alice/notes.txt"], b"x\n"), home.mkdir(parents=True), workspace.mkdir()
+    search = SecretSearch(places(home, workspace, top=top, as_root=True))
+    search.walk()
+    assert search.outside() == []
+    make(top, ["home/bob/app/.env"])  # a user added while the model answered
+    search.refresh()
+    assert search.outside() == [top / "home/bob/app/.env"]

@@ -101,13 +101,18 @@ class SecretSearch:
     # --- the whole walk: here, or in a child ---
 
     def walk(self) -> None:
-        """The whole walk, in this process: the workspace, then every other root, at any depth, SEARCH_MAX_ENTRIES
-        entries at most for each of the two."""
-        where, budget = self.places, [SEARCH_MAX_ENTRIES]
-        for root in dict.fromkeys(os.path.realpath(root) for root in [where.workspace, where.home, *where.others,
-                                                                        *where.apps]):
-            if not self.search(collections.deque([root]), [SEARCH_MAX_ENTRIES] if root == str(where.workspace) else
-                               budget):
+        """The whole walk, in this process: the workspace, the other homes and the apps' folders, then the home
+        folder (the biggest, last: a home of millions of entries starved the small roots after it), at any depth,
+        SEARCH_MAX_ENTRIES entries at most for each. The folder of the homes is noted too, not searched: a home
+        made during the session is searched at the next look (refresh)."""
+        where = self.places
+        try:
+            self.folders[str(where.top / "home")] = os.stat(where.top / "home").st_mtime_ns
+        except OSError:
+            pass
+        for root in dict.fromkeys(os.path.realpath(root) for root in [where.workspace, *where.others, *where.apps,
+                                                                        where.home]):
+            if not self.search(collections.deque([root]), [SEARCH_MAX_ENTRIES]):
                 self.stopped.append(Path(root))
         self.walked = True
 
@@ -215,9 +220,16 @@ class SecretSearch:
         if self.refresher is not None:
             self.refresher.join()
             self.refresher = None
+        walked = self.walked
         if not self.collect(0 if self.waited else SEARCH_WAIT) and not self.waited:
             workspace = str(self.places.workspace)
             self.search(collections.deque([workspace]), [SEARCH_MAX_ENTRIES], time.monotonic() + REFRESH_SECONDS)
+            say(f"the search for secret files is not done yet (after {SEARCH_WAIT:g} s): until it is, a secret file "
+                f"more than {HOME_DEPTH} folders down a home folder, or in /srv, /opt or /var/www, may be readable by "
+                "commands; /sandbox shows how far it got")
+        if self.walked and not walked and self.stopped:
+            say(f"the search for secret files stopped after {SEARCH_MAX_ENTRIES:,} entries in "
+                f"{', '.join(map(str, self.stopped))}: a secret file deeper in there may be readable by commands")
         self.waited = True
 
     def refresh(self, seconds: float = REFRESH_SECONDS) -> None:
@@ -273,6 +285,12 @@ class SecretSearch:
                 f"and again after each command, where a folder changed ({self.last_refresh * 1000:.0f} ms the last "
                 f"time{'; the rest the next time' if self.behind else ''}); not searched: the rest of the file system "
                 f"(other disks, /mnt, /media), nor folders named {', '.join(sorted(SKIPPED))}"]
+
+
+def say(line: str) -> None:
+    """Tell the user, on stderr (as lifetime.py says a command that could not start): the walls are weaker than
+    the start line said, for a while or for good."""
+    print(f"plainagent: {line}.", file=sys.stderr, flush=True)
 
 
 def end_child(child: subprocess.Popen) -> None:
