@@ -227,7 +227,8 @@ def test_credentials_named_otherwise_or_in_a_url_are_not_passed_and_what_says_wh
                 "REDIS_URL": "redis://:pw@cache:6379/0", "AMQP_ADDR": "amqp://guest:guest@mq//"}
     kept = {"XAUTHORITY": "/run/user/1/xauth", "SSH_AUTH_SOCK": "/run/ssh.sock", "PWD": "/w", "OLDPWD": "/", "PATH":
             "/usr/bin", "PAGER": "less", "COMPOSE_PROJECT_NAME": "shop", "API_URL": "https://api.example/v1",
-            "DATABASE_HOST": "db", "PIP_INDEX_URL": "https://pypi.org/simple", "PATCH_LEVEL": "2"}
+            "DATABASE_HOST": "db", "PIP_INDEX_URL": "https://pypi.org/simple", "PATCH_LEVEL": "2",
+            "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "A"}
     (tmp_path / "project").mkdir()
     assert command_environment(withheld | kept, Workspace(tmp_path / "project")) == kept
 

@@ -122,11 +122,12 @@ SOCKET_VARIABLES = {"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "TMUX", 
 # an exported AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN reached the model through `env | base64`; so did MYSQL_PWD,
 # SSHPASS, GH_PAT, NPM_AUTH, BW_SESSION (it unlocks a Bitwarden vault), AZURE_STORAGE_CONNECTION_STRING, CI_JOB_JWT,
 # SLACK_WEBHOOK_URL and SENTRY_DSN. The user passes one by name with PLAINAGENT_SANDBOX_ENV.
-CREDENTIAL_NAME = re.compile(r"(?i)KEY|SECRET|TOKEN|PASS|CREDENTIAL|AUTH|_PWD$|(?:^|_)PAT(?:_|$)|JWT|WEBHOOK"
+CREDENTIAL_NAME = re.compile(r"(?i)KEY|SECRET|TOKEN|PASS|CREDENTIAL|AUTH(?!OR)|_PWD$|(?:^|_)PAT(?:_|$)|JWT|WEBHOOK"
                              r"|CONN(?:ECTION)?_?STR|(?:^|_)DSN(?:_|$)|COOKIE|^(?:BW|OP)_SESSION")
-# ... but these, which say where things are, not what opens them: X's cookie file and the ssh agent's socket
-# (without the network, namespaces.py's SOCKET_VARIABLES leaves that one out too), the working folders.
-NOT_CREDENTIALS = {"XAUTHORITY", "SSH_AUTH_SOCK", "PWD", "OLDPWD", "GPG_AGENT_INFO", "KEYTIMEOUT"}
+# ... but these, which say where things are, not what opens them: the ssh agent's socket (without the network,
+# namespaces.py's SOCKET_VARIABLES leaves it out too), the working folders. (AUTHOR: git's GIT_AUTHOR_NAME, and
+# X's XAUTHORITY, a file's path.)
+NOT_CREDENTIALS = {"SSH_AUTH_SOCK", "PWD", "OLDPWD", "GPG_AGENT_INFO", "KEYTIMEOUT"}
 URL_PASSWORD = re.compile(r"://[^/\s:@]*:[^/\s@]+@")  # a URL with a password in it: DATABASE_URL, REDIS_URL
 
 
