@@ -137,3 +137,15 @@ def test_a_command_the_deny_rules_refuse_is_a_refusal_too(install, project):
     got = events(done)
     assert [event["type"] for event in got] == ["start", "call", "refusal", "result", "answer", "tokens", "end"]
     assert got[2]["what"] == "git push --force" and got[2]["reason"].startswith("Refused by plainagent's guard rail")
+
+
+def test_a_sub_agents_calls_are_shown_but_only_its_delegate_call_is_an_event(install, project):
+    script = ['tool: delegate({"task": "read greet.py"})', 'tool: read_file({"path": "greet.py"})', "It greets.",
+              "The sub-agent says it greets."]
+    with FakeEndpoint(script) as endpoint:
+        done = agent(install, project, endpoint, "-p", "t", "--json")
+    assert done.returncode == 0, done.stderr
+    got = events(done)
+    assert [(event["type"], event.get("tool")) for event in got[:3]] == [("start", None), ("call", "delegate"),
+                                                                          ("result", "delegate")]
+    assert '    → read_file(path="greet.py")' in done.stderr

@@ -78,6 +78,12 @@ class JsonEvents:
         self.inner = activity
         return self
 
+    @property
+    def log(self):
+        """The activity log's own lines: a sub-agent's calls are shown there, indented (agent.py's run_subagent),
+        and are no events (their delegate call's result is)."""
+        return self.inner.log
+
     def started(self, call) -> None:
         self.emit("call", tool=call.name, args=call.args)
         if self.inner:
