@@ -148,6 +148,10 @@ ORDINARY = [
     'tag:Zx8Cv5Bn2Mq7Wr4Et1Yu6I==,type:str]",',
     '<input type="hidden" name="csrfmiddlewaretoken" value="'
     'Xq7Lm2Zp9Rt4Vw8Yb3Nc6Jd1Fg5Hs0Ak2Qe7Wr9Ty4Ui1Op6As3Df8Gh5Jk0Lz7Xc2Vb">',
+    # what the new shapes could take and must not: code after `hvs.`, a word before `pul-`, netrc's words in prose
+    "hosts = self.hvs.get_hypervisors_list_all()", "x = hvs.getHypervisorsListAllOfThem()",
+    "glc_ComputeTextureCoordinatesForSomethingX", "capul-9fceb02d0ae598e95dc970b74767f19372d61af8",
+    "the default password is Winter", "machine learning models need a password",
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 RANDOM_ORDINARY = {  # a family of ordinary values: a new one each draw
