@@ -235,6 +235,9 @@ def generated(n: int) -> str:
                                                  + secrets.choice(string.digits), n))
 
 
+SENTRY_CLAIMS = {"iat": 1700000000.5, "url": "https://sentry.io", "region_url": "https://us.sentry.io", "org": "acme"}
+
+
 def credentials() -> list[tuple[str, str]]:
     """(text, what the model is shown) for one draw of each credential."""
     aws_id, aws_secret = aws_pair()
@@ -303,7 +306,7 @@ def credentials() -> list[tuple[str, str]]:
          f"curl -H 'Authorization: Bearer {mark('Grafana token')}' https://g.example/api"),
         (f"grafana: glc_{b64(json.dumps({'o': '1234', 'n': 'stack-5678', 'k': generated(24)}).encode())}",
          f"grafana: {mark('Grafana token')}"),
-        (f"sentry-cli --auth-token sntrys_{b64(json.dumps({'iat': 1700000000.5, 'url': 'https://sentry.io', 'region_url': 'https://us.sentry.io', 'org': 'acme'}).encode())}_{draw(BASE64, 43)}",
+        (f"sentry-cli --auth-token sntrys_{b64(json.dumps(SENTRY_CLAIMS).encode())}_{draw(BASE64, 43)}",
          f"sentry-cli --auth-token {mark('Sentry token')}"),
         (f"sentry: sntryu_{draw(HEX, 64)}", f"sentry: {mark('Sentry token')}"),
         (f"jira -u me@x.io -t ATATT3xFfGF0{draw(URL_SAFE, 171)}={draw(HEX.upper(), 8)}",
@@ -402,3 +405,14 @@ def test_a_private_key_behind_line_prefixes_is_withheld_whole(form, whole):
     n_key = len(lines) - 1 if whole else len(lines)
     shown = "\n".join([prefix(1) + marker("private key")] + [marker("private key")] * (n_key - 1))
     assert withhold(text) == shown + (f"\n{prefix(len(lines))}next line\n" if whole else "\n")
+
+
+@pytest.mark.parametrize("form", list(LINE_PREFIXES))
+def test_a_tail_cut_inside_a_prefixed_private_key_shows_none_of_it(form):
+    """A long output kept as a head and a tail, the tail starting inside such a key: the rest of its body, each
+    line behind its prefix, up to its END line, is withheld."""
+    lines, prefix = pem_key().splitlines() + ["next line"], LINE_PREFIXES[form]
+    text = "\n".join(prefix(n) + line for n, line in enumerate(lines, 1)) + "\n"
+    tail = text[text.index(lines[5]) + 10:]
+    assert withhold(tail, cut_before=True) == (f"{marker('the end of a token cut short')}\n"
+                                               f"{prefix(len(lines))}next line\n")

@@ -223,10 +223,12 @@ CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[
 CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                             r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["'](?:(?:bearer|basic|token|bot)[ \t]+)?"""
                             r"""(?P<value>[^"'\\\r\n]{1,2000}+)\Z""")
-# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
-# first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
-# a token's last characters, however long (a JWT carrying roles runs to thousands).
-CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
+# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON, its lines
+# behind a LINE_PREFIX: `dir/key.pem-27-`, `> `), or its first word: the cut went through it, so it is a piece of
+# something, and one that looks random (`mixed`) may be a token's last characters, however long (a JWT carrying
+# roles runs to thousands).
+CUT_SHORT_START = re.compile(r"(?:[\w+/=\s\\:.>]|-(?!----(?!-)))*+"
+                             r"-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
