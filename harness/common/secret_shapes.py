@@ -123,10 +123,10 @@ SHAPES = [
     ("Azure client secret", r"Q~(?<=[\w~.]{3}\dQ~)[\w~.-]{31,34}"),  # its first four characters stay
     ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,}"),  # `dp.st.dev.…`
     ("Pulumi token", r"pul-[a-f0-9]{40}(?![\w-])"),
-    ("Grafana token", r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![\w-])"),
-    ("Grafana token", r"glc_eyJ[A-Za-z0-9+/]{29,400}={0,2}"),  # base64 JSON
-    ("Sentry token", r"sntrys_eyJ[A-Za-z0-9+/=_]{50,}"),  # base64 JSON (its org, its URLs), `_` and a secret
-    ("Sentry token", r"sntryu_[a-f0-9]{64}"),
+    # A service account's, and Grafana Cloud's (base64 JSON); one regex for both, as each is a scan of the text.
+    ("Grafana token", r"gl(?:sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![\w-])|c_eyJ[A-Za-z0-9+/]{29,400}={0,2})"),
+    # An organization's (base64 JSON: its org, its URLs; `_` and a secret), and a user's.
+    ("Sentry token", r"sntry(?:s_eyJ[A-Za-z0-9+/=_]{50,}|u_[a-f0-9]{64})"),
     ("Atlassian token", r"ATATT3[A-Za-z0-9_=-]{150,}"),
     ("New Relic key", r"NRAK-[A-Z0-9]{27}(?![\w-])"),
     # Shapes with a group "value" withhold only it. An Azure SAS's signature: an HMAC-SHA256, 43 characters of
@@ -200,9 +200,9 @@ URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{0,10
 FLAGGED = [
     ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?![a-z]++(?![^\s'\"`;|&]))"
                                                 r"(?P<value>[^\s'\"`;|&]{4,200}+)"), "--password"),
-    ("a password in a .netrc", re.compile(r"(?:machine[ \t]+[^\s]{1,200}+|default)(?:\s{1,20}+(?:login|account)"
-                                          r"[ \t]+[^\s]{1,200}+)*+\s{1,20}+password[ \t]+(?P<value>[^\s]{8,200}+)"),
-     "password"),
+    ("a password in a .netrc", re.compile(r"machine[ \t]+[^\s]{1,200}+(?:\s{1,20}+(?:login|account)[ \t]+"
+                                          r"[^\s]{1,200}+)*+\s{1,20}+password[ \t]+(?P<value>[^\s]{8,200}+)"),
+     "machine"),
     ("a password on a command line", re.compile(r"(?:mysql|mariadb)[\w-]{0,6}+[ \t][^\n;|&]{0,200}?(?<=[ \t])-p"
                                                 r"(?P<value>[^\s'\"`;|&]{1,200}+)"), "-p"),
     ("a value named as a secret", re.compile(r"<(?P<name>[\w.:-]{0,40}(?i:password|passwd|secret|token|api_?key))>"
