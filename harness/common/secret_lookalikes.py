@@ -45,8 +45,9 @@ TYPED_RUN = re.compile("|".join(run[at:at + n] for run, n in (("abcdefghijklmnop
 RUN = re.compile(r"[A-Za-z0-9]{12,}")
 # Names that end as a secret's and name none: a token that pages, locks or makes a request once (AWS's
 # `NextToken`, `ChangeToken`, `LockToken`), whose values are UUIDs and base64 JSON.
+# And a form's CSRF token (Django's `csrfmiddlewaretoken`), which the server gives every browser that asks.
 NO_CREDENTIAL_NAME = re.compile(r"(?:next\w*|page|continuation|pagination|change|lock|request|idempotency|sync|resume"
-                                r"|client|purchase|update)[_-]?token$")
+                                r"|client|purchase|update|[cx]srf\w*)[_-]?token$")
 # A name in code, not a value: an attribute of a module or an object (`settings.DJANGO_SECRET_KEY_2024`,
 # `django.contrib.auth.backends.ModelBackend2`), its first part lowercase letters, as a password's rarely is; a
 # snake_case name (`auth=s3_disable_express_session_auth,` on its own line); or an AWS resource's name (`arn:…`).
@@ -59,6 +60,13 @@ PROSE = re.compile(r"[a-z]{3,} [a-z]{3,} [a-z]{3,}")  # three words: no key's bo
 ARMOUR = re.compile(r"-----[^\n]{0,80}?-----")  # a PEM block's BEGIN and END lines
 # A password hash is no password (Django's, Werkzeug's, LDAP's and Spring's forms; crypt's `$2b$…`, `$argon2…`,
 # `$6$…` start with a `$`, which a value named as a secret never does: secret_shapes.looks_random).
+# A marker the net put in a value's place: read again, it is no value.
+MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")
+# A value SOPS encrypted (`password: ENC[AES256_GCM,data:…,iv:…,tag:…,type:str]`): random, and no secret in clear.
+SOPS_ENCRYPTED = re.compile(r"ENC\[AES256_GCM,data:")
+# A GPG key's id or fingerprint, which git's `signingkey` names: public, as a key's name is (an SSH key's path,
+# the other form, is a path already).
+KEY_ID = re.compile(r"(?:0x)?(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{16}|[0-9A-Fa-f]{40})!?")
 PASSWORD_HASH = re.compile(r"(?:pbkdf2_sha\d+|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$|(?:pbkdf2|scrypt):[\w:]*\$"
                            r"|\{(?i:s?sha\d*|s?md5|crypt|bcrypt|pbkdf2|scrypt|argon2)\}")
 
@@ -126,3 +134,24 @@ def is_no_secret_name(text: str, start: int, name: str) -> bool:
 def is_code(value: str) -> bool:
     """Whether a value named as a secret is a name in code or a resource's name (`CODE_NAME`), not a secret."""
     return CODE_NAME.fullmatch(value) is not None
+
+
+def is_placeholder(value: str, fill: str | None) -> bool:
+    """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
+    `****`, `…`, `PASSWORD`, a build's token filter `@package@`), is a test's or a document's (`example`,
+    `testpassword`: `is_fixture`), is a marker (`-p[secret withheld: …]`, read again), or (`masked`) holds a
+    value withheld already (`fill`)."""
+    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
+            or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
+            or value.startswith("@") and value.endswith("@")  # Ant's and Maven's filters fill these in at build
+            or (fill is not None and fill in value) or is_fixture(value))
+
+
+def is_encrypted(value: str) -> bool:
+    """Whether a value named as a secret is one SOPS encrypted (`ENC[AES256_GCM,data:…]`), not one in clear."""
+    return SOPS_ENCRYPTED.match(value) is not None
+
+
+def is_public_key_id(name: str, value: str) -> bool:
+    """Whether a value is git's `signingkey`, a GPG key's id or fingerprint (`signingkey = 3AA5C34371567BD2`)."""
+    return name.lower() == "signingkey" and KEY_ID.fullmatch(value) is not None

@@ -34,17 +34,20 @@ from __future__ import annotations
 
 import re
 
-from harness.common.secret_lookalikes import (
+from harness.common.secret_lookalikes import (  # MARKERS: any marker, as an edit's text may carry one back
+    MARKERS,
     is_code,
+    is_encrypted,
     is_example,
     is_fixture,
     is_no_key,
     is_no_secret_name,
     is_no_url_password,
+    is_placeholder,
+    is_public_key_id,
 )
 
 MARKER = "[secret withheld: {kind}]"  # what a value is replaced with; the kind says what it looked like
-MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an edit's text may carry one back
 
 # (what it is, its shape). Each starts with a literal, which the regex engine finds fast (a leading \b would make
 # it try every position: 30 times slower). Most prefixes are distinctive (`ghp_`, `AKIA`, `xoxb-`) and are taken
@@ -53,9 +56,13 @@ MARKERS = re.compile(r"\[secret withheld: [^\]\n]{1,60}\]")  # any marker, as an
 # `sk-`, `hf_`, `SG.`) is not taken after a letter or a digit (`ask-…`, `mask_hf_…`), unless that character ends
 # an escape (`\n`, `\u0022`, `%3D`). A shape with a lookbehind of its own (`(?<=`) says itself what comes before it.
 # A private key's line break: a real one, or a `\n` escape (one-line JSON), and what wraps its lines in code: the
-# quotes and `+` of a string concatenation (`"MIIE…\n" +`), a comment's `#`, `//`, `;` or `*`.
-KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*[+,]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)?"""
-             r"""|["']?[ \t]*[+,\\]?[ \t]*\r?\n[ \t]*(?:[#;*]|//)?[ \t]*["']?)""")
+# quotes and `+` of a string concatenation (`"MIIE…\n" +`), a comment's `#`, `//`, `;` or `*`; or what a command
+# or a reply puts before each line of a file (`LINE_PREFIX`), which took all but the first line out of the key.
+# cat -n's `     2\t`; grep's `2:`, `dir/key.pem:2:` and context lines' `key.pem-2-`; an email's or Markdown's `> `.
+# Its runs of spaces are possessive: tried at every split, a BEGIN line and a line of 400 spaces took 17 s.
+LINE_PREFIX = r"""(?:\d{1,9}\t|(?:[^\s:]{1,200}?[:-])?\d{1,9}[:-]|>[ \t>]*+)"""
+KEY_BREAK = (r"""(?:(?:\\r)?\\n(?:["']?[ \t]*+[+,]?[ \t]*+\r?\n[ \t]*+(?:[#;*]|//)?[ \t]*+["']?)?"""
+             rf"""|["']?[ \t]*+[+,\\]?[ \t]*+\r?\n[ \t]*+(?:[#;*]|//|{LINE_PREFIX})?[ \t]*+["']?)""")
 # A line of its body: all base64, blank, or a header (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: AES-128-CBC,…`, PGP's).
 KEY_LINE = (r"""(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n"'\\]{0,200}+"""
             r"""|[A-Za-z0-9+/=]++(?=["'\\\r\n]|[ \t]*(?:[+,][ \t]*)?(?:\r?\n|\Z))|(?=\r?\n))""")
@@ -106,14 +113,23 @@ SHAPES = [
     ("Groq key", r"gsk_[A-Za-z0-9]{48,}"),
     ("Replicate token", r"r8_[A-Za-z0-9]{37}"),
     ("xAI key", r"xai-[A-Za-z0-9]{70,}"),
-    ("Vault token", r"hv[sb]\.[\w-]{90,}"),
+    # Vault's service, batch and recovery tokens: 24 characters or more, not after a dot (`self.hvs.…`), a digit
+    # among them (`hvs.getHypervisorsList` is code; a random one of 24 has none once in 70, of 90 never).
+    ("Vault token", r"hv[sbr]\.(?<!\.hv[sbr]\.)(?=[\w-]{0,300}?\d)[\w-]{24,}"),
     ("Postman key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
     ("Linear key", r"lin_api_[A-Za-z0-9]{40}"),
     ("Notion token", r"secret_[A-Za-z0-9]{43}"),
     ("Notion token", r"ntn_[A-Za-z0-9]{40,}"),
     ("Telegram bot token", r":AA(?<=\d:AA)[\w-]{33,}"),  # after the bot's number, which stays
     ("Azure client secret", r"Q~(?<=[\w~.]{3}\dQ~)[\w~.-]{31,34}"),  # its first four characters stay
-    ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}"),
+    ("Doppler token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?:[\w-]{1,40}\.)?[A-Za-z0-9]{40,}"),  # `dp.st.dev.…`
+    ("Pulumi token", r"pul-[a-f0-9]{40}(?![\w-])"),
+    # A service account's, and Grafana Cloud's (base64 JSON); one regex for both, as each is a scan of the text.
+    ("Grafana token", r"gl(?:sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}(?![\w-])|c_eyJ[A-Za-z0-9+/]{29,400}={0,2})"),
+    # An organization's (base64 JSON: its org, its URLs; `_` and a secret), and a user's.
+    ("Sentry token", r"sntry(?:s_eyJ[A-Za-z0-9+/=_]{50,}|u_[a-f0-9]{64})"),
+    ("Atlassian token", r"ATATT3[A-Za-z0-9_=-]{150,}"),
+    ("New Relic key", r"NRAK-[A-Z0-9]{27}(?![\w-])"),
     # Shapes with a group "value" withhold only it. An Azure SAS's signature: an HMAC-SHA256, 43 characters of
     # base64 and its "=", URL-encoded or not, after `?sig=` or `&sig=`; the rest of the URL says what it grants.
     ("Azure SAS signature", r"sig=(?<=[?&;]sig=)(?P<value>(?:[A-Za-z0-9+/]|%2[BFbf]){43}(?:=|%3[Dd])?)"
@@ -145,7 +161,7 @@ AWS_ACCESS_KEY = re.compile(dict(SHAPES)["AWS access key"])
 AWS_SECRET = re.compile(r"(?<![A-Za-z0-9+/=])(?=[A-Za-z0-9+/]{0,39}[A-Z])(?=[A-Za-z0-9+/]{0,39}[a-z])"
                         r"[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=])")
 WORD_CHECKED = {"API key", "Hugging Face token", "Notion token", "SendGrid key", "Replicate token", "Mailgun key",
-                "Square token"}
+                "Square token", "Vault token", "Pulumi token"}
 ESCAPE_BEFORE = re.compile(r"(?:\\[nrtbf]|\\u[0-9A-Fa-f]{4}|\\x[0-9A-Fa-f]{2}|%[0-9A-Fa-f]{2})\Z")
 ALPHANUMERIC = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 # A value given to a name that says it is secret: `GITHUB_TOKEN=…`, `"accessToken": "…"`, `password = …`,
@@ -178,16 +194,22 @@ CALL = re.compile(r"[\w.]+\(.*\)")  # `token=get_token(user2)`: code, not a valu
 # at the next "://", so a text of nothing but "://a:" costs a few characters a URL, not 200.
 URL_PASSWORD = re.compile(r"(?P<start>(?:://|:\\/\\/)(?P<user>[^\s:/@'\"\\]{0,100})):"
                           r"(?P<value>(?:[^\s@'\"<>:]|:(?!//|\\/\\/)|@(?=[^\s@/'\"]{1,200}@)){3,200}+)(?=@)")
-# A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; and in an
-# XML element named as one: `<password>Xy7…</password>`. (kind, where, a word it cannot be without.)
+# A password given on a command line: `--password …`, `--password=…`, `mysql -uroot -p…`; in an XML element
+# named as one: `<password>Xy7…</password>`; and a .netrc's, after the word `password` on a machine's line (or
+# the lines after it), where only a random-looking one is taken (`NETRC`). (kind, where, a word it cannot be
+# without.) A plain lowercase word after `--password` is prose ("the --username and --password options").
 FLAGGED = [
-    ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?P<value>[^\s'\"`;|&]{4,200}+)"),
-     "--password"),
+    ("a password on a command line", re.compile(r"--password(?:=|[ \t]+)['\"]?(?![a-z]++(?![^\s'\"`;|&]))"
+                                                r"(?P<value>[^\s'\"`;|&]{4,200}+)"), "--password"),
+    ("a password in a .netrc", re.compile(r"machine[ \t]+[^\s]{1,200}+(?:\s{1,20}+(?:login|account)[ \t]+"
+                                          r"[^\s]{1,200}+)*+\s{1,20}+password[ \t]+(?P<value>[^\s]{8,200}+)"),
+     "machine"),
     ("a password on a command line", re.compile(r"(?:mysql|mariadb)[\w-]{0,6}+[ \t][^\n;|&]{0,200}?(?<=[ \t])-p"
                                                 r"(?P<value>[^\s'\"`;|&]{1,200}+)"), "-p"),
     ("a value named as a secret", re.compile(r"<(?P<name>[\w.:-]{0,40}(?i:password|passwd|secret|token|api_?key))>"
                                              r"(?P<value>[^<>\s]{8,2000}+)</(?P=name)>"), "</"),
 ]
+NETRC = {"a password in a .netrc"}  # its line is no setting's: a person's password there is words, as anywhere
 # A token cut short at the end of a head: a distinctive prefix after anything, as in SHAPES (GH_TOKEN_ghp_…).
 # A key's body with no BEGIN line, as it starts (the shape's first characters), is cut short to the end too.
 CUT_SHORT_END = re.compile(r"(?:(?:-----(?i:BEGIN)[ A-Za-z0-9_-]{0,40}(?i:PRIVATE)"
@@ -202,10 +224,12 @@ CUT_VALUE_END = re.compile(r"""(?i)(?:(?:pass|secret|token|key|auth|credential)[
 CUT_QUOTED_END = re.compile(r"""(?i)(?:pass|secret|token|key|auth|credential)[\w.-]{0,12}+\\?["']?[ \t]*"""
                             r"""(?:[:=]|["']?[ \t]+value[ \t]*=)[ \t]*\\?["'](?:(?:bearer|basic|token|bot)[ \t]+)?"""
                             r"""(?P<value>[^"'\\\r\n]{1,2000}+)\Z""")
-# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON), or its
-# first word: the cut went through it, so it is a piece of something, and one that looks random (`mixed`) may be
-# a token's last characters, however long (a JWT carrying roles runs to thousands).
-CUT_SHORT_START = re.compile(r"[A-Za-z0-9+/=\s\\]*+-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
+# The end of a private key at the start of a tail (its line breaks `\n` escapes too, in one-line JSON, its lines
+# behind a LINE_PREFIX: `dir/key.pem-27-`, `> `), or its first word: the cut went through it, so it is a piece of
+# something, and one that looks random (`mixed`) may be a token's last characters, however long (a JWT carrying
+# roles runs to thousands).
+CUT_SHORT_START = re.compile(r"(?:[\w+/=\s\\:.>]|-(?!----(?!-)))*+"
+                             r"-----(?i:END)[ A-Za-z0-9_-]*(?i:PRIVATE KEY(?: BLOCK)?)-----"
                              r"|(?P<piece>[\w+/=.~-]{6,}+)(?![\w+/=.~-])")
 NAME_CHARACTERS = ALPHANUMERIC | set("_-.")
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -214,14 +238,15 @@ ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstu
 def looks_random(value: str, fill: str | None = None) -> bool:
     """Whether a value named like a secret is one: long, with letters and digits; not a ${placeholder}, a path
     (`SECRET_FILE=/run/secrets/db`), a URL or a name in code (`settings.SECRET_KEY_2024`: `is_code`); not one letter
-    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already; and if it holds
-    spaces, random in each of its words ("Enter the password for user 2" is a sentence)."""
+    repeated ("xxxxxxxxxxxxxxxx1"); not a marker, nor (`masked`) a value withheld already, nor one SOPS
+    encrypted; and if it holds spaces, random in each of its words ("Enter the password for user 2" is a
+    sentence)."""
     return (any(c.isdigit() for c in value) and any(c.isalpha() for c in value) and "${" not in value
             and not is_code(value)
             and not value.startswith(("/", "~", "./", "../", "$")) and "://" not in value
             and len(set(value)) >= 8 and not MARKERS.search(value) and (fill is None or fill not in value)
             and (" " not in value and "\t" not in value or all(mixed(word) for word in value.split()))
-            and not is_fixture(value))
+            and not is_fixture(value) and not is_encrypted(value))
 
 
 def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
@@ -242,7 +267,8 @@ def withhold(text: str, *, cut_before: bool = False, cut_after: bool = False,
     text = withhold_named(text, found, fill)
     for kind, flagged, word in FLAGGED:
         if word in text:
-            text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill) else
+            text = flagged.sub(lambda match, kind=kind: match[0] if is_placeholder(match["value"], fill)
+                               or kind in NETRC and not looks_random(match["value"], fill) else
                                text_around(match, marker(kind, match["value"], found, fill)), text)
     if "://" in text or ":\\/\\/" in text:
         text = URL_PASSWORD.sub(lambda match: match[0] if is_no_url_password(match)
@@ -368,15 +394,6 @@ def text_around(match: re.Match, value: str) -> str:
     return match[0][:match.start("value") - start] + value + match[0][match.end("value") - start:]
 
 
-def is_placeholder(value: str, fill: str | None) -> bool:
-    """Whether a value flagged or in a URL stands for one (`$DB_PASSWORD`, `${PASS}`, `{{ pass }}`, `<pass>`,
-    `****`, `…`, `PASSWORD`), is a test's or a document's (`example`, `testpassword`: `is_fixture`), is a marker
-    (`-p[secret withheld: …]`, read again), or (`masked`) holds a value withheld already."""
-    return (value.startswith(("$", "{", "<", "%", "-", "[")) or "${" in value or set(value) <= set("*x.…")
-            or (value.isupper() and value.replace("_", "").isalpha()) or bool(MARKERS.search(value))
-            or (fill is not None and fill in value) or is_fixture(value))
-
-
 def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
     """The match of a name that says "secret" at `start` and its random-looking value, if there is one: to the end
     of its line if the name starts one and the value is not quoted (`DB_PASS=Xy7;Qp2(…`), else to a delimiter."""
@@ -387,7 +404,7 @@ def named_value(text: str, start: int, fill: str | None) -> re.Match | None:
                 and looks_random(line["value"], fill) and not CALL.fullmatch(line["value"])):
             return line
     if match and is_secret_name(text, start, match["name"]) and looks_random(match["value"], fill):
-        return match
+        return None if is_public_key_id(match["name"], match["value"]) else match
     return None
 
 
