@@ -144,14 +144,16 @@ class Remembered:
 
 
 def write_setting(path: Path, variable: str, value: str) -> None:
-    """Set `variable` to `value` in the .env at `path` (or the file a link there leads to), every other byte as it
-    was: its line endings, its comments, the key's line. The last line that sets it is replaced (as dotenv reads,
-    the last one counts), else one is added. Quoted as dotenv reads a single-quoted value (\\ and \\' escaped).
-    Written whole, then put in place (os.replace), with the file's mode: a crash leaves the old file or the new."""
+    """Set `variable` to `value` in the .env at `path` (or the file a link there leads to), every other line as it
+    was, byte for byte: their line endings, comments, the key's line. The last line that sets it is replaced
+    whole, its `export` kept and a comment on it not (as dotenv reads, the last one counts), else one is added.
+    Quoted as dotenv reads a single-quoted value (\\ and \\' escaped). Written whole, then put in place
+    (os.replace), with the file's mode: a crash leaves the old file or the new."""
     path = Path(os.path.realpath(path))
     data = path.read_bytes() if path.exists() else b""
     quoted = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    found = list(re.finditer(rb"^([ \t]*(?:export[ \t]+)?)" + variable.encode() + rb"[ \t]*=[^\r\n]*", data, re.MULTILINE))
+    setting = rb"^([ \t]*(?:export[ \t]+)?)" + variable.encode() + rb"[ \t]*=[^\r\n]*"
+    found = list(re.finditer(setting, data, re.MULTILINE))
     if found:
         line = found[-1][1] + f"{variable}={quoted}".encode()
         data = data[:found[-1].start()] + line + data[found[-1].end():]
