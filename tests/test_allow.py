@@ -8,27 +8,14 @@ import io
 import pytest
 from fake_endpoint import FakeEndpoint
 from test_e2e import agent
-from test_project_env import OWN, Asker, load
+from test_project_env import OWN, Asker, install, load, project  # noqa: F401  (install, project: the fixtures:
+# where agent.py and the user's own .env are, and a project beside it)
 from test_terminal import ROOT, ask, pty  # noqa: F401  (pty: the fixture)
 
 from harness.cli.config import ConfigError, remembered_commands
 from harness.cli.display import describe_start
 from harness.cli.prefixes import Remembered
 from harness.cli.terminal import NO_TERMINAL, TerminalConfirm
-
-
-@pytest.fixture
-def install(tmp_path):
-    """Where agent.py and the user's own .env are."""
-    (tmp_path / "install").mkdir()
-    (tmp_path / "install" / ".env").write_text(OWN)
-    return tmp_path / "install"
-
-
-@pytest.fixture
-def project(tmp_path):
-    (tmp_path / "project").mkdir()
-    return tmp_path / "project"
 
 
 # --- the setting ---
